@@ -1,0 +1,230 @@
+package pgsched
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgsched/pgsched/internal/partition"
+	"github.com/pgsched/pgsched/internal/store"
+)
+
+// Errors returned by the client and the SQL API. Use errors.Is.
+var (
+	// ErrInvalidTask: a field is missing, too long, not UTF-8, or the payload
+	// is not JSON or over the size limit. The message names the field.
+	ErrInvalidTask = store.ErrInvalid
+	// ErrInPast: scheduled_at is earlier than now minus the grace window.
+	ErrInPast = store.ErrInPast
+	// ErrTaskRunning: the key is running right now and cannot be changed.
+	ErrTaskRunning = store.ErrRunning
+	// ErrNotFound: no pending task has that key (Cancel, Reschedule).
+	ErrNotFound = store.ErrNotFound
+	// ErrKeyExists: Reschedule's new key is already taken or completed.
+	ErrKeyExists = store.ErrConflict
+)
+
+// Result says what enqueueing did.
+type Result string
+
+// The results of Schedule.
+const (
+	Inserted         Result = "inserted"
+	Updated          Result = "updated"
+	AlreadyCompleted Result = "already_completed"
+)
+
+// Task is a unit of work to run at ScheduledAt.
+type Task struct {
+	// OrderingID groups tasks that must run one at a time, in order.
+	// Required, 1..255 bytes of UTF-8.
+	OrderingID string
+	// ScheduledAt is when to run. Kept to the microsecond.
+	ScheduledAt time.Time
+	// UniquenessKey tells apart tasks with the same OrderingID and time.
+	// Defaults to "".
+	UniquenessKey string
+	// Kind selects the handler. Defaults to "default".
+	Kind string
+	// Payload is any JSON value. Defaults to {}.
+	Payload json.RawMessage
+}
+
+// Key identifies a task.
+type Key struct {
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+}
+
+// Key returns the task's key.
+func (t Task) Key() Key {
+	return Key{OrderingID: t.OrderingID, ScheduledAt: t.ScheduledAt, UniquenessKey: t.UniquenessKey}
+}
+
+// Client enqueues, cancels and reschedules tasks.
+type Client struct {
+	pool  *pgxpool.Pool
+	store *store.Store
+}
+
+// NewClient returns a client on pool. Only Config.Schema matters to it.
+func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
+	if pool == nil {
+		return nil, errors.New("pgsched: NewClient needs a pool")
+	}
+	st, err := store.New(cfg.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("pgsched: %w", err)
+	}
+	return &Client{pool: pool, store: st}, nil
+}
+
+// Schedule enqueues one task.
+func (c *Client) Schedule(ctx context.Context, t Task) (Result, error) {
+	return c.scheduleOne(ctx, c.pool, t)
+}
+
+// ScheduleTx enqueues one task inside the caller's transaction: the task
+// exists only if that transaction commits.
+func (c *Client) ScheduleTx(ctx context.Context, tx pgx.Tx, t Task) (Result, error) {
+	return c.scheduleOne(ctx, tx, t)
+}
+
+// ScheduleMany enqueues tasks atomically in one round trip: either every task
+// is stored (or found completed) or, on any error, none is. Results line up
+// with tasks.
+func (c *Client) ScheduleMany(ctx context.Context, tasks []Task) ([]Result, error) {
+	return c.scheduleMany(ctx, c.pool, tasks)
+}
+
+// ScheduleManyTx is ScheduleMany inside the caller's transaction.
+func (c *Client) ScheduleManyTx(ctx context.Context, tx pgx.Tx, tasks []Task) ([]Result, error) {
+	return c.scheduleMany(ctx, tx, tasks)
+}
+
+// Cancel removes a pending task. ErrTaskRunning if it runs now, ErrNotFound
+// if there is no such pending task.
+func (c *Client) Cancel(ctx context.Context, k Key) error {
+	if err := validateKey(k, -1); err != nil {
+		return err
+	}
+	if err := c.store.Cancel(ctx, c.pool, k.OrderingID, k.ScheduledAt, k.UniquenessKey); err != nil {
+		return fmt.Errorf("pgsched: cancel: %w", err)
+	}
+	return nil
+}
+
+// Reschedule moves a pending task to newAt in one atomic step: a worker sees
+// it either at its old time or at its new one, never both or neither.
+func (c *Client) Reschedule(ctx context.Context, k Key, newAt time.Time) error {
+	if err := validateKey(k, -1); err != nil {
+		return err
+	}
+	if newAt.IsZero() {
+		return fieldError(-1, "new_scheduled_at", "is required")
+	}
+	if err := c.store.Reschedule(ctx, c.pool, k.OrderingID, k.ScheduledAt, k.UniquenessKey, newAt); err != nil {
+		return fmt.Errorf("pgsched: reschedule: %w", err)
+	}
+	return nil
+}
+
+// Partition returns the logical partition of orderingID among count
+// partitions, exactly as the SQL function pgsched.partition_of computes it.
+func Partition(orderingID string, count int) int { return partition.Of(orderingID, count) }
+
+func (c *Client) scheduleOne(ctx context.Context, db store.DBTX, t Task) (Result, error) {
+	res, err := c.scheduleMany(ctx, db, []Task{t})
+	if err != nil {
+		return "", err
+	}
+	return res[0], nil
+}
+
+func (c *Client) scheduleMany(ctx context.Context, db store.DBTX, tasks []Task) ([]Result, error) {
+	if len(tasks) == 0 {
+		return []Result{}, nil
+	}
+	batch := make([]store.NewTask, len(tasks))
+	for i, t := range tasks {
+		idx := i
+		if len(tasks) == 1 {
+			idx = -1
+		}
+		if err := validateTask(t, idx); err != nil {
+			return nil, err
+		}
+		batch[i] = store.NewTask{
+			OrderingID: t.OrderingID, ScheduledAt: t.ScheduledAt, UniquenessKey: t.UniquenessKey,
+			Kind: t.Kind, Payload: t.Payload,
+		}
+	}
+	words, err := c.store.ScheduleMany(ctx, db, batch)
+	if err != nil {
+		return nil, fmt.Errorf("pgsched: schedule: %w", err)
+	}
+	out := make([]Result, len(words))
+	for i, w := range words {
+		out[i] = Result(w)
+	}
+	return out, nil
+}
+
+// validateTask checks what only the client can: PostgreSQL text cannot hold
+// invalid UTF-8 or NUL bytes, and a payload that is not JSON would fail the
+// whole statement without naming the field. Lengths, times and the payload
+// size limit are checked by the SQL API, identically for Go and psql users.
+func validateTask(t Task, idx int) error {
+	if err := validateKey(t.Key(), idx); err != nil {
+		return err
+	}
+	if err := validateText(idx, "kind", t.Kind); err != nil {
+		return err
+	}
+	if len(t.Payload) > 0 && !json.Valid(t.Payload) {
+		return fieldError(idx, "payload", "is not valid JSON")
+	}
+	return nil
+}
+
+func validateKey(k Key, idx int) error {
+	if k.OrderingID == "" {
+		return fieldError(idx, "ordering_id", "is required")
+	}
+	if err := validateText(idx, "ordering_id", k.OrderingID); err != nil {
+		return err
+	}
+	if err := validateText(idx, "uniqueness_key", k.UniquenessKey); err != nil {
+		return err
+	}
+	if k.ScheduledAt.IsZero() {
+		return fieldError(idx, "scheduled_at", "is required")
+	}
+	return nil
+}
+
+func validateText(idx int, field, v string) error {
+	if !utf8.ValidString(v) {
+		return fieldError(idx, field, "is not valid UTF-8")
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] == 0 {
+			return fieldError(idx, field, "contains a NUL byte")
+		}
+	}
+	return nil
+}
+
+func fieldError(idx int, field, reason string) error {
+	if idx >= 0 {
+		return fmt.Errorf("pgsched: %w: %s %s (batch item %d)", ErrInvalidTask, field, reason, idx+1)
+	}
+	return fmt.Errorf("pgsched: %w: %s %s", ErrInvalidTask, field, reason)
+}

@@ -1,0 +1,438 @@
+package pgsched_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/pgtest"
+	"github.com/pgsched/pgsched/internal/store"
+)
+
+type clientBundle struct {
+	db     *pgtest.DB
+	client *pgsched.Client
+	store  *store.Store
+}
+
+func setupClient(t *testing.T) clientBundle {
+	t.Helper()
+	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
+	c, err := pgsched.NewClient(db.Pool, pgsched.Config{Schema: db.Schema})
+	require.NoError(t, err)
+	st, err := store.New(db.Schema)
+	require.NoError(t, err)
+	return clientBundle{db: db, client: c, store: st}
+}
+
+// scheduler is one way to enqueue: the Go client or psql calling the SQL API.
+type scheduler func(t *testing.T, b clientBundle, task pgsched.Task) (pgsched.Result, error)
+
+func viaGo(t *testing.T, b clientBundle, task pgsched.Task) (pgsched.Result, error) {
+	return b.client.Schedule(context.Background(), task)
+}
+
+// viaPsql runs the psql binary, exactly as a SQL user would.
+func viaPsql(t *testing.T, b clientBundle, task pgsched.Task) (pgsched.Result, error) {
+	t.Helper()
+	psql, err := exec.LookPath("psql")
+	require.NoError(t, err, "psql is needed for SQL parity tests: apt-get install postgresql-client")
+	payload := "'{}'"
+	if task.Payload != nil {
+		payload = sqlQuote(string(task.Payload))
+	}
+	kind := "'default'"
+	if task.Kind != "" {
+		kind = sqlQuote(task.Kind)
+	}
+	sched := "NULL"
+	if !task.ScheduledAt.IsZero() {
+		sched = sqlQuote(task.ScheduledAt.Format(time.RFC3339Nano))
+	}
+	q := fmt.Sprintf("SELECT %s.schedule(%s, %s, %s, %s, %s)", b.db.Schema,
+		sqlQuote(task.OrderingID), sched, sqlQuote(task.UniquenessKey), payload, kind)
+	cmd := exec.Command(psql, "-X", "-At", "-v", "ON_ERROR_STOP=1", "-d", b.db.URL)
+	cmd.Stdin = strings.NewReader(q + ";\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		switch {
+		case strings.Contains(msg, "grace window"):
+			return "", fmt.Errorf("%w: %s", pgsched.ErrInPast, msg)
+		case strings.Contains(msg, "is running"):
+			return "", fmt.Errorf("%w: %s", pgsched.ErrTaskRunning, msg)
+		}
+		return "", fmt.Errorf("%w: %s", pgsched.ErrInvalidTask, msg)
+	}
+	return pgsched.Result(strings.TrimSpace(string(out))), nil
+}
+
+func sqlQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// runTask claims and completes (or only claims) the head task of
+// orderingID, as a worker would.
+func claimTask(t *testing.T, b clientBundle, orderingID string) (store.Claimed, int64) {
+	t.Helper()
+	ctx := context.Background()
+	node := "test-" + orderingID
+	lease, err := b.store.NodeRegister(ctx, b.db.Pool, node, time.Minute, "host", 1)
+	require.NoError(t, err)
+	set, err := b.store.Settings(ctx, b.db.Pool)
+	require.NoError(t, err)
+	got, err := b.store.Claim(ctx, b.db.Pool, node, lease.Epoch, pgsched.Partition(orderingID, set.PartitionCount), 100)
+	require.NoError(t, err)
+	for _, c := range got {
+		if c.OrderingID == orderingID {
+			return c, lease.Epoch
+		}
+	}
+	t.Fatalf("no due task for %q could be claimed", orderingID)
+	return store.Claimed{}, 0
+}
+
+func completeTask(t *testing.T, b clientBundle, orderingID string) {
+	t.Helper()
+	c, epoch := claimTask(t, b, orderingID)
+	applied, err := b.store.Finish(context.Background(), b.db.Pool, "test-"+orderingID, epoch, []store.Outcome{{
+		Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+	}})
+	require.NoError(t, err)
+	require.Equal(t, []int64{c.ID}, applied)
+}
+
+func countRows(t *testing.T, b clientBundle, table string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM "+b.db.Schema+"."+table).Scan(&n))
+	return n
+}
+
+func TestScheduleSemantics(t *testing.T) {
+	t.Parallel()
+	for name, sched := range map[string]scheduler{"go": viaGo, "psql": viaPsql} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			b := setupClient(t)
+			at := time.Now().Add(-time.Second).Truncate(time.Microsecond)
+			task := pgsched.Task{OrderingID: "order-1", ScheduledAt: at, UniquenessKey: "u", Kind: "email", Payload: json.RawMessage(`{"n":1}`)}
+
+			res, err := sched(t, b, task)
+			require.NoError(t, err)
+			require.Equal(t, pgsched.Inserted, res, "new key")
+
+			task.Payload = json.RawMessage(`{"n":2}`)
+			task.Kind = "sms"
+			res, err = sched(t, b, task)
+			require.NoError(t, err)
+			require.Equal(t, pgsched.Updated, res, "same key pending")
+
+			var kind string
+			var payload map[string]int
+			var stored time.Time
+			require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+				"SELECT kind, payload, scheduled_at FROM "+b.db.Schema+".tasks").Scan(&kind, &payload, &stored))
+			require.Equal(t, "sms", kind)
+			require.Equal(t, map[string]int{"n": 2}, payload)
+			require.True(t, stored.Equal(at), "scheduled_at kept to the microsecond: %v vs %v", stored, at)
+
+			// While running: rejected with a distinct error, nothing changes.
+			c, _ := claimTask(t, b, "order-1")
+			task.Payload = json.RawMessage(`{"n":3}`)
+			_, err = sched(t, b, task)
+			require.ErrorIs(t, err, pgsched.ErrTaskRunning)
+			require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+				"SELECT payload FROM "+b.db.Schema+".tasks").Scan(&payload))
+			require.Equal(t, map[string]int{"n": 2}, payload)
+
+			// Completed: never again.
+			_, err = b.store.Finish(context.Background(), b.db.Pool, "test-order-1", mustEpoch(t, b, "test-order-1"),
+				[]store.Outcome{{Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted}})
+			require.NoError(t, err)
+			res, err = sched(t, b, task)
+			require.NoError(t, err)
+			require.Equal(t, pgsched.AlreadyCompleted, res, "completed key")
+			require.Equal(t, 0, countRows(t, b, "tasks"))
+			require.Equal(t, 0, countRows(t, b, "queues"), "a completed key leaves no queue behind")
+
+			// Past beyond the grace window: rejected, naming the limit.
+			_, err = sched(t, b, pgsched.Task{OrderingID: "order-2", ScheduledAt: time.Now().Add(-time.Minute)})
+			require.ErrorIs(t, err, pgsched.ErrInPast)
+			require.Contains(t, err.Error(), "grace window of 00:00:05")
+
+			// Inside the grace window: accepted.
+			res, err = sched(t, b, pgsched.Task{OrderingID: "order-2", ScheduledAt: time.Now().Add(-2 * time.Second)})
+			require.NoError(t, err)
+			require.Equal(t, pgsched.Inserted, res)
+		})
+	}
+}
+
+func mustEpoch(t *testing.T, b clientBundle, node string) int64 {
+	var epoch int64
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+		"SELECT epoch FROM "+b.db.Schema+".nodes WHERE node_id = $1", node).Scan(&epoch))
+	return epoch
+}
+
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	good := pgsched.Task{OrderingID: "o", ScheduledAt: now}
+	with := func(f func(*pgsched.Task)) pgsched.Task { t := good; f(&t); return t }
+	cases := []struct {
+		name  string
+		task  pgsched.Task
+		field string
+		sql   bool // expressible through psql too
+	}{
+		{"empty ordering_id", with(func(t *pgsched.Task) { t.OrderingID = "" }), "ordering_id", true},
+		{"long ordering_id", with(func(t *pgsched.Task) { t.OrderingID = strings.Repeat("x", 256) }), "ordering_id", true},
+		{"non-UTF-8 ordering_id", with(func(t *pgsched.Task) { t.OrderingID = "a\xffb" }), "ordering_id", false},
+		{"NUL in ordering_id", with(func(t *pgsched.Task) { t.OrderingID = "a\x00b" }), "ordering_id", false},
+		{"long uniqueness_key", with(func(t *pgsched.Task) { t.UniquenessKey = strings.Repeat("é", 128) }), "uniqueness_key", true},
+		{"non-UTF-8 uniqueness_key", with(func(t *pgsched.Task) { t.UniquenessKey = "\xc3\x28" }), "uniqueness_key", false},
+		{"missing scheduled_at", with(func(t *pgsched.Task) { t.ScheduledAt = time.Time{} }), "scheduled_at", true},
+		{"payload not JSON", with(func(t *pgsched.Task) { t.Payload = json.RawMessage(`{nope`) }), "payload", false},
+		{"payload over limit", with(func(t *pgsched.Task) {
+			t.Payload = json.RawMessage(`"` + strings.Repeat("a", 1<<20) + `"`)
+		}), "payload", true},
+		{"long kind", with(func(t *pgsched.Task) { t.Kind = strings.Repeat("k", 300) }), "kind", true},
+	}
+	b := setupClient(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := b.client.Schedule(context.Background(), tc.task)
+			require.ErrorIs(t, err, pgsched.ErrInvalidTask)
+			require.Contains(t, err.Error(), tc.field)
+			if tc.sql {
+				_, err := viaPsql(t, b, tc.task)
+				require.Error(t, err)
+				require.Contains(t, err.Error(), tc.field)
+			}
+			require.Equal(t, 0, countRows(t, b, "tasks"), "nothing stored")
+			require.Equal(t, 0, countRows(t, b, "queues"), "nothing stored")
+		})
+	}
+	t.Run("batch with one bad task stores none", func(t *testing.T) {
+		for _, tc := range cases {
+			batch := make([]pgsched.Task, 0, 50)
+			for i := range 50 {
+				batch = append(batch, pgsched.Task{OrderingID: fmt.Sprintf("b%d", i), ScheduledAt: now.Add(time.Hour)})
+			}
+			batch[37] = tc.task
+			_, err := b.client.ScheduleMany(context.Background(), batch)
+			require.ErrorIs(t, err, pgsched.ErrInvalidTask, tc.name)
+			require.Contains(t, err.Error(), tc.field)
+			require.Contains(t, err.Error(), "batch item 38")
+			require.Equal(t, 0, countRows(t, b, "tasks"), "nothing of the batch stored")
+		}
+		batch := []pgsched.Task{good, {OrderingID: "p", ScheduledAt: now.Add(-time.Hour)}}
+		_, err := b.client.ScheduleMany(context.Background(), batch)
+		require.ErrorIs(t, err, pgsched.ErrInPast)
+		require.Equal(t, 0, countRows(t, b, "tasks"))
+	})
+}
+
+func TestScheduleTx(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	for _, commit := range []bool{true, false} {
+		tx, err := b.db.Pool.Begin(ctx)
+		require.NoError(t, err)
+		res, err := b.client.ScheduleTx(ctx, tx, pgsched.Task{OrderingID: fmt.Sprint("tx-", commit), ScheduledAt: time.Now().Add(time.Hour)})
+		require.NoError(t, err)
+		require.Equal(t, pgsched.Inserted, res)
+		if commit {
+			require.NoError(t, tx.Commit(ctx))
+		} else {
+			require.NoError(t, tx.Rollback(ctx))
+		}
+	}
+	var ids []string
+	rows, err := b.db.Pool.Query(ctx, "SELECT ordering_id FROM "+b.db.Schema+".tasks")
+	require.NoError(t, err)
+	ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"tx-true"}, ids)
+	require.Equal(t, 1, countRows(t, b, "queues"))
+}
+
+func TestCancelAndReschedule(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	at := time.Now().Add(time.Hour).Truncate(time.Microsecond)
+	k := pgsched.Key{OrderingID: "c", ScheduledAt: at, UniquenessKey: "x"}
+	_, err := b.client.Schedule(ctx, pgsched.Task{OrderingID: k.OrderingID, ScheduledAt: at, UniquenessKey: "x"})
+	require.NoError(t, err)
+
+	newAt := at.Add(time.Hour)
+	require.NoError(t, b.client.Reschedule(ctx, k, newAt))
+	var got time.Time
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT scheduled_at FROM "+b.db.Schema+".tasks").Scan(&got))
+	require.True(t, got.Equal(newAt))
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT next_at FROM "+b.db.Schema+".queues").Scan(&got))
+	require.True(t, got.Equal(newAt), "the queue's head follows the move")
+
+	require.ErrorIs(t, b.client.Cancel(ctx, k), pgsched.ErrNotFound, "the old key is gone")
+	require.ErrorIs(t, b.client.Reschedule(ctx, pgsched.Key{OrderingID: "c", ScheduledAt: newAt, UniquenessKey: "x"}, time.Now().Add(-time.Hour)), pgsched.ErrInPast)
+
+	k.ScheduledAt = newAt
+	require.NoError(t, b.client.Cancel(ctx, k))
+	require.Equal(t, 0, countRows(t, b, "tasks"))
+	require.Equal(t, 0, countRows(t, b, "queues"))
+
+	// A running task can be neither cancelled nor moved.
+	now := time.Now()
+	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "r", ScheduledAt: now})
+	require.NoError(t, err)
+	claimTask(t, b, "r")
+	rk := pgsched.Key{OrderingID: "r", ScheduledAt: now}
+	require.ErrorIs(t, b.client.Cancel(ctx, rk), pgsched.ErrTaskRunning)
+	require.ErrorIs(t, b.client.Reschedule(ctx, rk, now.Add(time.Hour)), pgsched.ErrTaskRunning)
+}
+
+// TestRescheduleRacesClaim moves due tasks into the future while claimers
+// run: each task must end up either claimed (and the move refused) or moved
+// (and not claimed) — never both, never lost.
+func TestRescheduleRacesClaim(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	const n = 300
+	now := time.Now()
+	tasks := make([]pgsched.Task, n)
+	for i := range tasks {
+		tasks[i] = pgsched.Task{OrderingID: fmt.Sprintf("race-%d", i), ScheduledAt: now}
+	}
+	_, err := b.client.ScheduleMany(ctx, tasks)
+	require.NoError(t, err)
+	lease, err := b.store.NodeRegister(ctx, b.db.Pool, "claimer", time.Minute, "h", 1)
+	require.NoError(t, err)
+	set, err := b.store.Settings(ctx, b.db.Pool)
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	claimed := map[string]bool{}
+	moved := map[string]bool{}
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				for p := range set.PartitionCount {
+					got, err := b.store.Claim(ctx, b.db.Pool, "claimer", lease.Epoch, (p+w)%set.PartitionCount, 5)
+					if !assertNoErr(t, err) {
+						return
+					}
+					mu.Lock()
+					for _, c := range got {
+						require.False(t, claimed[c.OrderingID], "claimed twice")
+						claimed[c.OrderingID] = true
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, i := range rand.Perm(n) {
+		err := b.client.Reschedule(ctx, tasks[i].Key(), now.Add(time.Hour))
+		if err == nil {
+			mu.Lock()
+			moved[tasks[i].OrderingID] = true
+			mu.Unlock()
+			continue
+		}
+		require.ErrorIs(t, err, pgsched.ErrTaskRunning)
+	}
+	close(stop)
+	wg.Wait()
+
+	for _, task := range tasks {
+		id := task.OrderingID
+		require.True(t, claimed[id] != moved[id], "%s: claimed=%v moved=%v", id, claimed[id], moved[id])
+	}
+	var running, future int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FILTER (WHERE state = 'running'), count(*) FILTER (WHERE state = 'pending' AND run_at > now()) FROM "+b.db.Schema+".tasks").Scan(&running, &future))
+	require.Equal(t, len(claimed), running)
+	require.Equal(t, len(moved), future)
+}
+
+func assertNoErr(t *testing.T, err error) bool {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		t.Errorf("unexpected error: %v", err)
+		return false
+	}
+	return true
+}
+
+func TestPartitionParity(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	rng := rand.New(rand.NewPCG(42, 7))
+	alphabet := []rune("abcXYZ019-_:/ éüß漢字🙂\u200d")
+	ids := make([]string, 100_000)
+	for i := range ids {
+		r := make([]rune, 1+rng.IntN(40))
+		for j := range r {
+			r[j] = alphabet[rng.IntN(len(alphabet))]
+		}
+		ids[i] = string(r)
+	}
+	for _, count := range []int{1, 7, 64, 4096} {
+		rows, err := b.db.Pool.Query(context.Background(),
+			"SELECT "+b.db.Schema+".partition_of(x, $2) FROM unnest($1::text[]) WITH ORDINALITY AS u(x, i) ORDER BY i", ids, count)
+		require.NoError(t, err)
+		sqlParts, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		require.NoError(t, err)
+		require.Len(t, sqlParts, len(ids))
+		for i, id := range ids {
+			if int(sqlParts[i]) != pgsched.Partition(id, count) {
+				t.Fatalf("partition of %q among %d: SQL %d, Go %d", id, count, sqlParts[i], pgsched.Partition(id, count))
+			}
+		}
+	}
+}
+
+func TestScheduleMany100k(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	at := time.Now().Add(time.Hour)
+	tasks := make([]pgsched.Task, 100_000)
+	for i := range tasks {
+		tasks[i] = pgsched.Task{OrderingID: fmt.Sprintf("k%d", i%20_000), ScheduledAt: at.Add(time.Duration(i) * time.Microsecond), Payload: json.RawMessage(`{"i":1}`)}
+	}
+	res, err := b.client.ScheduleMany(context.Background(), tasks)
+	require.NoError(t, err)
+	require.Len(t, res, len(tasks))
+	for _, r := range res {
+		require.Equal(t, pgsched.Inserted, r)
+	}
+	require.Equal(t, 100_000, countRows(t, b, "tasks"))
+	require.Equal(t, 20_000, countRows(t, b, "queues"))
+
+	// Same keys again: all updates, still one row each.
+	res, err = b.client.ScheduleMany(context.Background(), tasks[:1000])
+	require.NoError(t, err)
+	require.Equal(t, pgsched.Updated, res[999])
+	require.Equal(t, 100_000, countRows(t, b, "tasks"))
+}

@@ -1,0 +1,600 @@
+-- Core storage of pgsched: pending tasks, ordering queues, completion
+-- tombstones, dead tasks and node leases, plus the SQL API that Go and psql
+-- users share (schedule, schedule_many, cancel, reschedule).
+--
+-- Every object lives in the schema named "pgsched" here; the migrator
+-- rewrites that name when a different schema is chosen at migrate time, and
+-- reads the partition count from the setting pgsched.partition_count.
+
+-- +goose Up
+CREATE SCHEMA IF NOT EXISTS pgsched;
+
+CREATE TABLE pgsched.settings (
+    singleton            boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    partition_count      integer  NOT NULL CHECK (partition_count BETWEEN 1 AND 4096),
+    grace                interval NOT NULL DEFAULT '5 seconds',
+    completion_retention interval NOT NULL DEFAULT '7 days',
+    max_payload_bytes    integer  NOT NULL DEFAULT 1048576 CHECK (max_payload_bytes > 0),
+    notify_horizon       interval NOT NULL DEFAULT '10 seconds'
+);
+
+-- +goose StatementBegin
+DO $$
+DECLARE
+    n integer := coalesce(nullif(current_setting('pgsched.partition_count', true), ''), '64')::integer;
+BEGIN
+    INSERT INTO pgsched.settings (partition_count) VALUES (n);
+END
+$$;
+-- +goose StatementEnd
+
+-- partition_of maps an ordering_id to its logical partition: the first 32
+-- bits of md5 over the UTF-8 bytes, modulo the partition count. The Go
+-- client computes the same (internal/partition).
+CREATE FUNCTION pgsched.partition_of(ordering_id text, partition_count integer)
+RETURNS integer
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+AS $$ SELECT ((('x' || substr(md5(ordering_id), 1, 8))::bit(32)::bigint) % partition_count)::integer $$;
+
+CREATE SEQUENCE pgsched.task_id_seq CACHE 64;
+
+-- Pending and running tasks. Partitioned by logical partition, which is a
+-- function of ordering_id and so never changes with a task's state.
+CREATE TABLE pgsched.tasks (
+    partition_id   integer     NOT NULL,
+    ordering_id    text        NOT NULL,
+    scheduled_at   timestamptz NOT NULL,
+    uniqueness_key text        NOT NULL DEFAULT '',
+    id             bigint      NOT NULL DEFAULT nextval('pgsched.task_id_seq'),
+    kind           text        NOT NULL DEFAULT 'default',
+    payload        jsonb       NOT NULL DEFAULT '{}',
+    state          text        NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'running')),
+    run_at         timestamptz NOT NULL,
+    attempt        integer     NOT NULL DEFAULT 0,
+    revision       integer     NOT NULL DEFAULT 0, -- times overwritten by schedule
+    last_error     text,
+    node_id        text,
+    epoch          bigint,
+    claimed_at     timestamptz,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (partition_id, ordering_id, scheduled_at, uniqueness_key),
+    CHECK (octet_length(ordering_id) BETWEEN 1 AND 255),
+    CHECK (octet_length(uniqueness_key) <= 255),
+    CHECK (octet_length(kind) BETWEEN 1 AND 255)
+) PARTITION BY LIST (partition_id);
+
+-- The database's own backstop: at most one running task per ordering_id.
+CREATE UNIQUE INDEX tasks_one_running ON pgsched.tasks (partition_id, ordering_id) WHERE state = 'running';
+
+-- One row per ordering_id that has tasks: the serialisation point for that
+-- ordering_id and the claim index. next_at is when its head (earliest task by
+-- scheduled_at, then enqueue order) may run; running means its head runs.
+CREATE TABLE pgsched.queues (
+    partition_id      integer     NOT NULL,
+    ordering_id       text        NOT NULL,
+    head_scheduled_at timestamptz NOT NULL,
+    next_at           timestamptz NOT NULL,
+    running           boolean     NOT NULL DEFAULT false,
+    PRIMARY KEY (partition_id, ordering_id)
+) PARTITION BY LIST (partition_id);
+
+CREATE INDEX queues_due ON pgsched.queues (partition_id, next_at) WHERE NOT running;
+
+-- +goose StatementBegin
+DO $$
+DECLARE
+    n integer := (SELECT partition_count FROM pgsched.settings);
+BEGIN
+    FOR i IN 0 .. n - 1 LOOP
+        EXECUTE format('CREATE TABLE pgsched.tasks_p%s PARTITION OF pgsched.tasks FOR VALUES IN (%s)', i, i);
+        EXECUTE format('CREATE TABLE pgsched.queues_p%s PARTITION OF pgsched.queues FOR VALUES IN (%s)', i, i);
+    END LOOP;
+END
+$$;
+-- +goose StatementEnd
+
+-- Completion tombstones: a completed key never runs again. Partitioned by
+-- day of completion and dropped whole past the retention window.
+CREATE TABLE pgsched.completions (
+    partition_id   integer     NOT NULL,
+    ordering_id    text        NOT NULL,
+    scheduled_at   timestamptz NOT NULL,
+    uniqueness_key text        NOT NULL,
+    kind           text        NOT NULL,
+    attempt        integer     NOT NULL,
+    node_id        text,
+    completed_at   timestamptz NOT NULL
+) PARTITION BY RANGE (completed_at);
+
+CREATE INDEX completions_key ON pgsched.completions (partition_id, ordering_id, scheduled_at, uniqueness_key);
+
+-- Tasks that exhausted their attempts or failed permanently, kept until an
+-- operator deletes or re-schedules them.
+CREATE TABLE pgsched.dead_tasks (
+    partition_id   integer     NOT NULL,
+    id             bigint      NOT NULL,
+    ordering_id    text        NOT NULL,
+    scheduled_at   timestamptz NOT NULL,
+    uniqueness_key text        NOT NULL,
+    kind           text        NOT NULL,
+    payload        jsonb       NOT NULL,
+    attempt        integer     NOT NULL,
+    last_error     text,
+    node_id        text,
+    died_at        timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (partition_id, id)
+);
+
+CREATE SEQUENCE pgsched.epoch_seq;
+
+-- Worker nodes and their leases, always compared with the database clock.
+CREATE TABLE pgsched.nodes (
+    node_id          text        PRIMARY KEY,
+    epoch            bigint      NOT NULL,
+    lease_expires_at timestamptz NOT NULL,
+    registered_at    timestamptz NOT NULL DEFAULT now(),
+    renewed_at       timestamptz NOT NULL DEFAULT now(),
+    host             text        NOT NULL DEFAULT '',
+    pid              integer     NOT NULL DEFAULT 0
+);
+
+-- ensure_completion_partitions creates the daily completion partitions from
+-- the day of at up to days_ahead days later and drops those wholly older than
+-- the retention window. Safe to call concurrently and repeatedly.
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.ensure_completion_partitions(at timestamptz, days_ahead integer)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    retention interval := (SELECT completion_retention FROM pgsched.settings);
+    day date;
+    name text;
+    dropped integer := 0;
+    r record;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext('pgsched.completions'));
+    FOR i IN 0 .. days_ahead LOOP
+        day := (at AT TIME ZONE 'UTC')::date + i;
+        name := 'completions_' || to_char(day, 'YYYYMMDD');
+        IF to_regclass('pgsched.' || name) IS NULL THEN
+            EXECUTE format('CREATE TABLE pgsched.%I PARTITION OF pgsched.completions FOR VALUES FROM (%L) TO (%L)',
+                name, (day::timestamp AT TIME ZONE 'UTC'), ((day + 1)::timestamp AT TIME ZONE 'UTC'));
+        END IF;
+    END LOOP;
+    FOR r IN
+        SELECT c.relname FROM pg_inherits i
+        JOIN pg_class c ON c.oid = i.inhrelid
+        JOIN pg_class p ON p.oid = i.inhparent
+        JOIN pg_namespace n ON n.oid = p.relnamespace
+        WHERE n.nspname = 'pgsched' AND p.relname = 'completions'
+          AND c.relname ~ '^completions_[0-9]{8}$'
+          AND ((to_date(substr(c.relname, 13), 'YYYYMMDD') + 1)::timestamp AT TIME ZONE 'UTC') < at - retention
+    LOOP
+        EXECUTE format('DROP TABLE pgsched.%I', r.relname);
+        dropped := dropped + 1;
+    END LOOP;
+    RETURN dropped;
+END
+$$;
+-- +goose StatementEnd
+
+SELECT pgsched.ensure_completion_partitions(now() - interval '1 day', 8);
+
+-- refresh_queue recomputes an ordering queue's head after its tasks changed,
+-- deleting the queue when it has none. The caller holds the queue row lock.
+-- A running queue keeps its state: its finisher refreshes it.
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.refresh_queue(p_partition integer, p_ordering_id text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    h record;
+BEGIN
+    SELECT t.scheduled_at, t.run_at INTO h FROM pgsched.tasks t
+    WHERE t.partition_id = p_partition AND t.ordering_id = p_ordering_id
+    ORDER BY t.scheduled_at, t.id LIMIT 1;
+    IF NOT FOUND THEN
+        DELETE FROM pgsched.queues q WHERE q.partition_id = p_partition AND q.ordering_id = p_ordering_id;
+    ELSE
+        UPDATE pgsched.queues q SET head_scheduled_at = h.scheduled_at, next_at = h.run_at
+        WHERE q.partition_id = p_partition AND q.ordering_id = p_ordering_id AND NOT q.running;
+    END IF;
+END
+$$;
+-- +goose StatementEnd
+
+-- schedule_many enqueues a batch atomically and returns an array with one
+-- result per input position: inserted, updated or already_completed. Any invalid
+-- task, or a key that is running, rejects the whole batch with an error
+-- naming the field (SQLSTATE PGS01 invalid, PGS02 in the past, PGS03
+-- running). A key given twice in one batch: the last one wins, as if the
+-- batch were enqueued in turn, and both positions report its result.
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.schedule_many(
+    ordering_ids    text[],
+    scheduled_ats   timestamptz[],
+    uniqueness_keys text[] DEFAULT NULL,
+    payloads        jsonb[] DEFAULT NULL,
+    kinds           text[] DEFAULT NULL
+)
+RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    s pgsched.settings;
+    t_now timestamptz := now();
+    n integer := coalesce(cardinality(ordering_ids), 0);
+    parts integer[];
+    results text[];
+    bad record;
+    bad_at integer;
+    where_ text := '';
+BEGIN
+    SELECT * INTO STRICT s FROM pgsched.settings;
+    IF coalesce(cardinality(scheduled_ats), 0) <> n
+       OR (uniqueness_keys IS NOT NULL AND cardinality(uniqueness_keys) <> n)
+       OR (payloads IS NOT NULL AND cardinality(payloads) <> n)
+       OR (kinds IS NOT NULL AND cardinality(kinds) <> n) THEN
+        RAISE EXCEPTION 'pgsched: schedule_many arrays must all have % elements', n USING ERRCODE = 'PGS01';
+    END IF;
+    IF n = 0 THEN
+        RETURN '{}';
+    END IF;
+
+    -- Arrays are only ever unnested together: subscripting a large array of
+    -- variable-width values costs O(i) per access.
+    SELECT x.i, x.msg, CASE WHEN x.past THEN 'PGS02' ELSE 'PGS01' END AS code INTO bad FROM (
+        SELECT u.i,
+            u.sa < t_now - s.grace AS past,
+            CASE
+                WHEN u.o IS NULL OR u.o = '' THEN 'ordering_id is required'
+                WHEN octet_length(u.o) > 255 THEN format('ordering_id is %s bytes, over the limit of 255', octet_length(u.o))
+                WHEN u.sa IS NULL THEN 'scheduled_at is required'
+                WHEN u.sa IN ('infinity', '-infinity') THEN 'scheduled_at must be a finite time'
+                WHEN octet_length(u.uk) > 255 THEN format('uniqueness_key is %s bytes, over the limit of 255', octet_length(u.uk))
+                WHEN u.k = '' THEN 'kind must not be empty'
+                WHEN octet_length(u.k) > 255 THEN format('kind is %s bytes, over the limit of 255', octet_length(u.k))
+                WHEN octet_length(u.pl::text) > s.max_payload_bytes THEN format('payload is %s bytes, over the limit of %s bytes', octet_length(u.pl::text), s.max_payload_bytes)
+                WHEN u.sa < t_now - s.grace THEN format('scheduled_at %s is before now minus the grace window of %s', u.sa, s.grace)
+            END AS msg
+        FROM unnest(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS u(o, sa, uk, pl, k, i)
+    ) x WHERE x.msg IS NOT NULL ORDER BY x.i LIMIT 1;
+    IF FOUND THEN
+        IF n > 1 THEN
+            where_ := format(' (batch item %s)', bad.i);
+        END IF;
+        RAISE EXCEPTION USING MESSAGE = 'pgsched: ' || bad.msg || where_, ERRCODE = bad.code;
+    END IF;
+
+    SELECT array_agg(pgsched.partition_of(u.o, s.partition_count) ORDER BY u.i) INTO parts
+    FROM unnest(ordering_ids) WITH ORDINALITY AS u(o, i);
+
+    -- Lock (creating where new) the queue of every ordering_id, in key order
+    -- so concurrent batches and finishers cannot deadlock. The head can only
+    -- move earlier here; a key that turns out completed is corrected below.
+    INSERT INTO pgsched.queues AS q (partition_id, ordering_id, head_scheduled_at, next_at)
+    SELECT u.p, u.o, min(u.sa), min(u.sa)
+    FROM unnest(parts, ordering_ids, scheduled_ats) AS u(p, o, sa)
+    GROUP BY u.p, u.o
+    ORDER BY u.p, u.o
+    ON CONFLICT (partition_id, ordering_id) DO UPDATE
+    SET head_scheduled_at = least(q.head_scheduled_at, excluded.head_scheduled_at),
+        next_at = CASE WHEN excluded.head_scheduled_at < q.head_scheduled_at THEN excluded.next_at ELSE q.next_at END;
+
+    -- With the queue locks held, this statement's fresh snapshot sees every
+    -- completion of these ordering_ids: a completed key never runs again.
+    WITH u AS (
+        SELECT x.i, x.p, x.o, x.sa, coalesce(x.uk, '') AS uk, coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(x.k, 'default') AS k
+        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
+    ), done AS (
+        SELECT u.i FROM u WHERE EXISTS (
+            SELECT 1 FROM pgsched.completions c
+            WHERE c.partition_id = u.p AND c.ordering_id = u.o AND c.scheduled_at = u.sa
+              AND c.uniqueness_key = u.uk AND c.completed_at >= u.sa)
+    ), cand AS (
+        SELECT DISTINCT ON (u.p, u.o, u.sa, u.uk) u.*
+        FROM u WHERE u.i NOT IN (SELECT done.i FROM done)
+        ORDER BY u.p, u.o, u.sa, u.uk, u.i DESC
+    ), up AS (
+        INSERT INTO pgsched.tasks AS t (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
+        SELECT cand.p, cand.o, cand.sa, cand.uk, cand.k, cand.pl, cand.sa FROM cand
+        ORDER BY cand.p, cand.o, cand.sa, cand.uk
+        ON CONFLICT (partition_id, ordering_id, scheduled_at, uniqueness_key) DO UPDATE
+        SET kind = excluded.kind, payload = excluded.payload, revision = t.revision + 1
+        WHERE t.state = 'pending'
+        RETURNING t.partition_id, t.ordering_id, t.scheduled_at, t.uniqueness_key, (t.revision = 0) AS inserted
+    )
+    SELECT array_agg(
+        CASE WHEN u.i IN (SELECT done.i FROM done) THEN 'already_completed'
+             WHEN up.inserted THEN 'inserted'
+             WHEN up.inserted IS NOT NULL THEN 'updated'
+        END ORDER BY u.i) INTO results
+    FROM u LEFT JOIN up ON up.partition_id = u.p AND up.ordering_id = u.o
+        AND up.scheduled_at = u.sa AND up.uniqueness_key = u.uk;
+
+    bad_at := array_position(results, NULL);
+    IF bad_at IS NOT NULL THEN
+        IF n > 1 THEN
+            where_ := format(' (batch item %s)', bad_at);
+        END IF;
+        RAISE EXCEPTION 'pgsched: task (%, %, %) is running and cannot be changed%',
+            ordering_ids[bad_at], scheduled_ats[bad_at], coalesce(uniqueness_keys[bad_at], ''), where_
+            USING ERRCODE = 'PGS03';
+    END IF;
+
+    -- Rare: queues locked for keys that were all completed need their head
+    -- recomputed (or the queue removed).
+    IF 'already_completed' = ANY (results) THEN
+        PERFORM pgsched.refresh_queue(x.p, x.o)
+        FROM (SELECT DISTINCT u.p, u.o FROM unnest(parts, ordering_ids, results) AS u(p, o, r)
+              WHERE u.r = 'already_completed') x;
+    END IF;
+
+    IF EXISTS (SELECT 1 FROM unnest(scheduled_ats, results) AS u(sa, r)
+               WHERE u.r <> 'already_completed' AND u.sa <= t_now + s.notify_horizon) THEN
+        PERFORM pg_notify('pgsched.due', '');
+    END IF;
+
+    RETURN results;
+END
+$$;
+-- +goose StatementEnd
+
+-- schedule enqueues one task; see schedule_many.
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.schedule(
+    ordering_id    text,
+    scheduled_at   timestamptz,
+    uniqueness_key text DEFAULT '',
+    payload        jsonb DEFAULT '{}',
+    kind           text DEFAULT 'default'
+)
+RETURNS text
+LANGUAGE sql AS $$
+    SELECT (pgsched.schedule_many(
+        ARRAY[ordering_id], ARRAY[scheduled_at], ARRAY[uniqueness_key], ARRAY[payload], ARRAY[kind]))[1]
+$$;
+-- +goose StatementEnd
+
+-- cancel removes a pending task. PGS03 if it is running, PGS04 if there is no
+-- such pending task.
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.cancel(ordering_id text, scheduled_at timestamptz, uniqueness_key text DEFAULT '')
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    p integer := pgsched.partition_of(ordering_id, (SELECT partition_count FROM pgsched.settings));
+    st text;
+BEGIN
+    PERFORM 1 FROM pgsched.queues q WHERE q.partition_id = p AND q.ordering_id = cancel.ordering_id FOR UPDATE;
+    DELETE FROM pgsched.tasks t
+    WHERE t.partition_id = p AND t.ordering_id = cancel.ordering_id
+      AND t.scheduled_at = cancel.scheduled_at AND t.uniqueness_key = coalesce(cancel.uniqueness_key, '')
+      AND t.state = 'pending';
+    IF NOT FOUND THEN
+        SELECT t.state INTO st FROM pgsched.tasks t
+        WHERE t.partition_id = p AND t.ordering_id = cancel.ordering_id
+          AND t.scheduled_at = cancel.scheduled_at AND t.uniqueness_key = coalesce(cancel.uniqueness_key, '');
+        IF st = 'running' THEN
+            RAISE EXCEPTION 'pgsched: task (%, %, %) is running and cannot be cancelled',
+                ordering_id, scheduled_at, uniqueness_key USING ERRCODE = 'PGS03';
+        END IF;
+        RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uniqueness_key
+            USING ERRCODE = 'PGS04';
+    END IF;
+    PERFORM pgsched.refresh_queue(p, ordering_id);
+END
+$$;
+-- +goose StatementEnd
+
+-- reschedule moves a pending task to a new time in one step; a claimer sees
+-- it either at its old time or at its new one. PGS02 if the new time is in
+-- the past, PGS03 running, PGS04 not found, PGS05 if the new key exists or
+-- was completed.
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.reschedule(ordering_id text, scheduled_at timestamptz, uniqueness_key text, new_scheduled_at timestamptz)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+    s pgsched.settings;
+    p integer;
+    uk text := coalesce(uniqueness_key, '');
+    st text;
+BEGIN
+    SELECT * INTO STRICT s FROM pgsched.settings;
+    IF new_scheduled_at IS NULL OR new_scheduled_at IN ('infinity', '-infinity') THEN
+        RAISE EXCEPTION 'pgsched: new_scheduled_at is required and must be finite' USING ERRCODE = 'PGS01';
+    END IF;
+    IF new_scheduled_at < now() - s.grace THEN
+        RAISE EXCEPTION 'pgsched: new_scheduled_at % is before now minus the grace window of %', new_scheduled_at, s.grace
+            USING ERRCODE = 'PGS02';
+    END IF;
+    p := pgsched.partition_of(ordering_id, s.partition_count);
+    PERFORM 1 FROM pgsched.queues q WHERE q.partition_id = p AND q.ordering_id = reschedule.ordering_id FOR UPDATE;
+    IF new_scheduled_at <> scheduled_at AND (
+        EXISTS (SELECT 1 FROM pgsched.tasks t WHERE t.partition_id = p AND t.ordering_id = reschedule.ordering_id
+                AND t.scheduled_at = new_scheduled_at AND t.uniqueness_key = uk)
+        OR EXISTS (SELECT 1 FROM pgsched.completions c WHERE c.partition_id = p AND c.ordering_id = reschedule.ordering_id
+                AND c.scheduled_at = new_scheduled_at AND c.uniqueness_key = uk AND c.completed_at >= new_scheduled_at)) THEN
+        RAISE EXCEPTION 'pgsched: a task (%, %, %) already exists or was completed', ordering_id, new_scheduled_at, uk
+            USING ERRCODE = 'PGS05';
+    END IF;
+    UPDATE pgsched.tasks t SET scheduled_at = new_scheduled_at, run_at = new_scheduled_at
+    WHERE t.partition_id = p AND t.ordering_id = reschedule.ordering_id
+      AND t.scheduled_at = reschedule.scheduled_at AND t.uniqueness_key = uk AND t.state = 'pending';
+    IF NOT FOUND THEN
+        SELECT t.state INTO st FROM pgsched.tasks t
+        WHERE t.partition_id = p AND t.ordering_id = reschedule.ordering_id
+          AND t.scheduled_at = reschedule.scheduled_at AND t.uniqueness_key = uk;
+        IF st = 'running' THEN
+            RAISE EXCEPTION 'pgsched: task (%, %, %) is running and cannot be rescheduled', ordering_id, scheduled_at, uk
+                USING ERRCODE = 'PGS03';
+        END IF;
+        RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uk USING ERRCODE = 'PGS04';
+    END IF;
+    PERFORM pgsched.refresh_queue(p, ordering_id);
+    IF new_scheduled_at <= now() + s.notify_horizon THEN
+        PERFORM pg_notify('pgsched.due', '');
+    END IF;
+END
+$$;
+-- +goose StatementEnd
+
+
+-- finish_tasks records what happened to running tasks, in one batch:
+-- outcome 'completed' deletes the task and writes its tombstone, 'dead' moves
+-- it to dead_tasks, 'retry' makes it pending again at retry_at, 'release'
+-- makes it pending again as it was (a graceful stop gave it back). Only tasks
+-- still held by (node_id, epoch) change: a stale node's late writes change
+-- nothing. Returns the ids of the tasks that changed.
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.finish_tasks(
+    p_node_id      text,
+    p_epoch        bigint,
+    partition_ids  integer[],
+    ordering_ids   text[],
+    task_ids       bigint[],
+    outcomes       text[],
+    retry_ats      timestamptz[],
+    errors         text[]
+)
+RETURNS bigint[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    applied_p integer[];
+    applied_o text[];
+    applied_id bigint[];
+BEGIN
+    -- Lock the queues first, in key order, so enqueuers and other finishers
+    -- queue up behind us and the statements below see their commits.
+    PERFORM 1 FROM pgsched.queues q
+    JOIN unnest(partition_ids, ordering_ids) AS b(p, o) ON q.partition_id = b.p AND q.ordering_id = b.o
+    ORDER BY q.partition_id, q.ordering_id
+    FOR UPDATE OF q;
+
+    WITH b AS (
+        SELECT * FROM unnest(partition_ids, ordering_ids, task_ids, outcomes, retry_ats, errors)
+            AS b(p, o, id, outcome, retry_at, err)
+    ), gone AS (
+        DELETE FROM pgsched.tasks t USING b
+        WHERE t.partition_id = b.p AND t.ordering_id = b.o AND t.state = 'running' AND t.id = b.id
+          AND t.node_id = p_node_id AND t.epoch = p_epoch AND b.outcome IN ('completed', 'dead')
+        RETURNING t.*, b.outcome, b.err
+    ), tomb AS (
+        INSERT INTO pgsched.completions (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, attempt, node_id, completed_at)
+        SELECT g.partition_id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.attempt, g.node_id, now()
+        FROM gone g WHERE g.outcome = 'completed'
+    ), dead AS (
+        INSERT INTO pgsched.dead_tasks (partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, last_error, node_id)
+        SELECT g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt, g.err, g.node_id
+        FROM gone g WHERE g.outcome = 'dead'
+    ), back AS (
+        UPDATE pgsched.tasks t
+        SET state = 'pending', node_id = NULL, epoch = NULL, claimed_at = NULL,
+            run_at = CASE WHEN b.outcome = 'retry' THEN coalesce(b.retry_at, now()) ELSE t.run_at END,
+            attempt = CASE WHEN b.outcome = 'release' THEN greatest(t.attempt - 1, 0) ELSE t.attempt END,
+            last_error = CASE WHEN b.outcome = 'retry' THEN b.err ELSE t.last_error END
+        FROM b
+        WHERE t.partition_id = b.p AND t.ordering_id = b.o AND t.state = 'running' AND t.id = b.id
+          AND t.node_id = p_node_id AND t.epoch = p_epoch AND b.outcome IN ('retry', 'release')
+        RETURNING t.partition_id, t.ordering_id, t.id
+    ), applied AS (
+        SELECT g.partition_id, g.ordering_id, g.id FROM gone g
+        UNION ALL
+        SELECT k.partition_id, k.ordering_id, k.id FROM back k
+    )
+    SELECT array_agg(a.partition_id), array_agg(a.ordering_id), array_agg(a.id)
+    INTO applied_p, applied_o, applied_id FROM applied a;
+
+    IF applied_id IS NULL THEN
+        RETURN '{}';
+    END IF;
+
+    -- The queues move on to their next head, or go when empty.
+    UPDATE pgsched.queues q
+    SET running = false, head_scheduled_at = h.scheduled_at, next_at = h.run_at
+    FROM unnest(applied_p, applied_o) AS a(p, o)
+    CROSS JOIN LATERAL (
+        SELECT t.scheduled_at, t.run_at FROM pgsched.tasks t
+        WHERE t.partition_id = a.p AND t.ordering_id = a.o
+        ORDER BY t.scheduled_at, t.id LIMIT 1
+    ) h
+    WHERE q.partition_id = a.p AND q.ordering_id = a.o;
+
+    DELETE FROM pgsched.queues q
+    USING unnest(applied_p, applied_o) AS a(p, o)
+    WHERE q.partition_id = a.p AND q.ordering_id = a.o
+      AND NOT EXISTS (SELECT 1 FROM pgsched.tasks t WHERE t.partition_id = a.p AND t.ordering_id = a.o);
+
+    RETURN applied_id;
+END
+$$;
+-- +goose StatementEnd
+
+-- rescue_expired gives the running tasks of nodes whose lease has expired
+-- (or whose row is gone) back to their queues, to run again at once. With
+-- p_nodes given, only those nodes' tasks are rescued. Returns the count.
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.rescue_expired(p_nodes text[] DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    lost_p integer[];
+    lost_o text[];
+    lost_id bigint[];
+    n integer;
+BEGIN
+    SELECT array_agg(t.partition_id ORDER BY t.partition_id, t.ordering_id),
+           array_agg(t.ordering_id ORDER BY t.partition_id, t.ordering_id),
+           array_agg(t.id ORDER BY t.partition_id, t.ordering_id)
+    INTO lost_p, lost_o, lost_id
+    FROM pgsched.tasks t
+    LEFT JOIN pgsched.nodes nd ON nd.node_id = t.node_id AND nd.epoch = t.epoch
+    WHERE t.state = 'running'
+      AND (p_nodes IS NULL OR t.node_id = ANY (p_nodes))
+      AND (nd.node_id IS NULL OR nd.lease_expires_at < now());
+    IF lost_id IS NULL THEN
+        RETURN 0;
+    END IF;
+
+    PERFORM 1 FROM pgsched.queues q
+    JOIN unnest(lost_p, lost_o) AS b(p, o) ON q.partition_id = b.p AND q.ordering_id = b.o
+    ORDER BY q.partition_id, q.ordering_id
+    FOR UPDATE OF q;
+
+    WITH back AS (
+        UPDATE pgsched.tasks t
+        SET state = 'pending', last_error = format('node %s (epoch %s) lost its lease while running this task', t.node_id, t.epoch),
+            node_id = NULL, epoch = NULL, claimed_at = NULL
+        FROM unnest(lost_p, lost_o, lost_id) AS b(p, o, id)
+        WHERE t.partition_id = b.p AND t.ordering_id = b.o AND t.id = b.id AND t.state = 'running'
+          AND NOT EXISTS (SELECT 1 FROM pgsched.nodes x WHERE x.node_id = t.node_id AND x.epoch = t.epoch AND x.lease_expires_at >= now())
+        RETURNING t.partition_id, t.ordering_id
+    )
+    SELECT array_agg(back.partition_id), array_agg(back.ordering_id) INTO lost_p, lost_o FROM back;
+    n := coalesce(cardinality(lost_p), 0);
+    IF n = 0 THEN
+        RETURN 0;
+    END IF;
+
+    UPDATE pgsched.queues q
+    SET running = false, head_scheduled_at = h.scheduled_at, next_at = h.run_at
+    FROM unnest(lost_p, lost_o) AS a(p, o)
+    CROSS JOIN LATERAL (
+        SELECT t.scheduled_at, t.run_at FROM pgsched.tasks t
+        WHERE t.partition_id = a.p AND t.ordering_id = a.o
+        ORDER BY t.scheduled_at, t.id LIMIT 1
+    ) h
+    WHERE q.partition_id = a.p AND q.ordering_id = a.o;
+    PERFORM pg_notify('pgsched.due', '');
+    RETURN n;
+END
+$$;
+-- +goose StatementEnd
+
+-- +goose Down
+-- The schema itself stays: goose keeps its version table there.
+DROP FUNCTION pgsched.rescue_expired, pgsched.finish_tasks, pgsched.reschedule, pgsched.cancel,
+    pgsched.schedule, pgsched.schedule_many, pgsched.refresh_queue, pgsched.ensure_completion_partitions,
+    pgsched.partition_of;
+DROP TABLE pgsched.nodes, pgsched.dead_tasks, pgsched.completions, pgsched.queues, pgsched.tasks, pgsched.settings;
+DROP SEQUENCE pgsched.epoch_seq, pgsched.task_id_seq;

@@ -1,0 +1,28 @@
+-- NodeRegister (re)registers a node with a fresh epoch and lease.
+-- name: NodeRegister :one
+INSERT INTO pgsched.nodes AS n (node_id, epoch, lease_expires_at, registered_at, renewed_at, host, pid)
+VALUES (sqlc.arg(node_id)::text, nextval('pgsched.epoch_seq'), now() + make_interval(secs => sqlc.arg(ttl_seconds)::float8), now(), now(),
+        sqlc.arg(host)::text, sqlc.arg(pid)::integer)
+ON CONFLICT (node_id) DO UPDATE
+SET epoch = excluded.epoch, lease_expires_at = excluded.lease_expires_at, registered_at = excluded.registered_at,
+    renewed_at = excluded.renewed_at, host = excluded.host, pid = excluded.pid
+RETURNING n.epoch, n.lease_expires_at;
+
+-- NodeRenewLease extends a live lease; no row means the lease was lost (it
+-- expired, or another process took the node id) and the node must stop.
+-- name: NodeRenewLease :one
+UPDATE pgsched.nodes n
+SET lease_expires_at = now() + make_interval(secs => sqlc.arg(ttl_seconds)::float8), renewed_at = now()
+WHERE n.node_id = sqlc.arg(node_id)::text AND n.epoch = sqlc.arg(epoch)::bigint AND n.lease_expires_at > now()
+RETURNING n.lease_expires_at;
+
+-- name: NodeDeregister :exec
+DELETE FROM pgsched.nodes n WHERE n.node_id = sqlc.arg(node_id)::text AND n.epoch = sqlc.arg(epoch)::bigint;
+
+-- NodeDeleteExpired removes nodes whose lease expired longer ago than the
+-- given age and that hold no running task.
+-- name: NodeDeleteExpired :many
+DELETE FROM pgsched.nodes n
+WHERE n.lease_expires_at < now() - make_interval(secs => sqlc.arg(older_than_seconds)::float8)
+  AND NOT EXISTS (SELECT 1 FROM pgsched.tasks t WHERE t.state = 'running' AND t.node_id = n.node_id)
+RETURNING n.node_id;

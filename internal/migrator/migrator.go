@@ -1,0 +1,238 @@
+// Package migrator applies pgsched's embedded goose migrations to a schema of
+// the caller's choice.
+//
+// The SQL files are written against the schema "pgsched"; they are rewritten
+// on the fly for another schema (see internal/sqlschema), and goose keeps its
+// version table inside that schema, so several installations (or tests) can
+// share one database. The partition count is chosen here, once: it reaches the
+// first migration through the session setting <schema>.partition_count.
+//
+// Two replicas migrating at the same moment are safe: goose's Postgres
+// session locker (an advisory lock keyed by the schema) lets one apply and
+// the other find nothing left to do.
+package migrator
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing/fstest"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/pgsched/pgsched/db/migrations"
+	"github.com/pgsched/pgsched/internal/sqlschema"
+)
+
+// DefaultPartitions is the number of logical partitions when none is chosen.
+const DefaultPartitions = 64
+
+// Options says where and how to migrate.
+type Options struct {
+	// Schema holds pgsched's tables. Defaults to "pgsched".
+	Schema string
+	// Partitions is the fixed number of logical partitions, used only when
+	// the schema is first created. Defaults to 64; at most 4096.
+	Partitions int
+	// Logger receives one line per applied migration. Defaults to discarding.
+	Logger *slog.Logger
+}
+
+func (o *Options) fill() error {
+	if o.Schema == "" {
+		o.Schema = sqlschema.Default
+	}
+	if err := sqlschema.Validate(o.Schema); err != nil {
+		return err
+	}
+	if o.Partitions == 0 {
+		o.Partitions = DefaultPartitions
+	}
+	if o.Partitions < 1 || o.Partitions > 4096 {
+		return fmt.Errorf("partitions must be between 1 and 4096, got %d", o.Partitions)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return nil
+}
+
+// Migrator runs goose against one database and schema.
+type Migrator struct {
+	db       *sql.DB
+	provider *goose.Provider
+	opts     Options
+}
+
+// Open connects to databaseURL and prepares the migrations. Close it after use.
+func Open(ctx context.Context, databaseURL string, opts Options) (*Migrator, error) {
+	if err := opts.fill(); err != nil {
+		return nil, err
+	}
+	cfg, err := pgx.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parsing database URL: %w", err)
+	}
+	cfg.RuntimeParams[opts.Schema+".partition_count"] = strconv.Itoa(opts.Partitions)
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(2)
+
+	if err := createSchema(ctx, db, opts.Schema); err != nil {
+		db.Close()
+		return nil, err
+	}
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID(opts.Schema)), lock.WithLockTimeout(1, 300))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("creating migration lock: %w", err)
+	}
+	fsys, err := rewrittenFS(opts.Schema)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, fsys,
+		goose.WithTableName(opts.Schema+".goose_db_version"), goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("loading migrations: %w", err)
+	}
+	return &Migrator{db: db, provider: provider, opts: opts}, nil
+}
+
+// Close releases the database connections.
+func (m *Migrator) Close() error { return m.db.Close() }
+
+// Up applies every pending migration.
+func (m *Migrator) Up(ctx context.Context) error {
+	res, err := m.provider.Up(ctx)
+	m.log(res...)
+	if err != nil {
+		return fmt.Errorf("migrating %s up: %w", m.opts.Schema, err)
+	}
+	return nil
+}
+
+// Down rolls back the newest applied migration.
+func (m *Migrator) Down(ctx context.Context) error {
+	res, err := m.provider.Down(ctx)
+	if res != nil {
+		m.log(res)
+	}
+	if err != nil {
+		return fmt.Errorf("migrating %s down: %w", m.opts.Schema, err)
+	}
+	return nil
+}
+
+// Reset rolls back every applied migration.
+func (m *Migrator) Reset(ctx context.Context) error {
+	res, err := m.provider.DownTo(ctx, 0)
+	m.log(res...)
+	if err != nil {
+		return fmt.Errorf("resetting %s: %w", m.opts.Schema, err)
+	}
+	return nil
+}
+
+// Status is one migration's state.
+type Status struct {
+	Version   int64
+	Name      string
+	Applied   bool
+	AppliedAt time.Time
+}
+
+// Status lists every known migration and whether it is applied.
+func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
+	st, err := m.provider.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading migration status: %w", err)
+	}
+	out := make([]Status, 0, len(st))
+	for _, s := range st {
+		out = append(out, Status{
+			Version:   s.Source.Version,
+			Name:      s.Source.Path,
+			Applied:   s.State == goose.StateApplied,
+			AppliedAt: s.AppliedAt,
+		})
+	}
+	return out, nil
+}
+
+func (m *Migrator) log(results ...*goose.MigrationResult) {
+	for _, r := range results {
+		if r == nil || r.Empty {
+			continue
+		}
+		m.opts.Logger.Info("migration applied", "schema", m.opts.Schema, "version", r.Source.Version,
+			"direction", r.Direction, "duration", r.Duration)
+	}
+}
+
+// Up is Open, Up and Close in one call.
+func Up(ctx context.Context, databaseURL string, opts Options) error {
+	m, err := Open(ctx, databaseURL, opts)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	return m.Up(ctx)
+}
+
+// createSchema makes the schema goose keeps its version table in. Two
+// processes racing on CREATE SCHEMA IF NOT EXISTS can still collide on the
+// catalog's unique index; the loser simply finds the schema there.
+func createSchema(ctx context.Context, db *sql.DB, schema string) error {
+	var err error
+	for range 3 {
+		_, err = db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema)
+		var pgErr *pgconn.PgError
+		if err == nil || !errors.As(err, &pgErr) || (pgErr.Code != "23505" && pgErr.Code != "42P06") {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("creating schema %s: %w", schema, err)
+	}
+	return nil
+}
+
+func lockID(schema string) int64 {
+	h := fnv.New64a()
+	_, _ = io.WriteString(h, "pgsched-migrate:"+schema)
+	return int64(h.Sum64() >> 1)
+}
+
+// rewrittenFS returns the embedded migrations rewritten for schema.
+func rewrittenFS(schema string) (fs.FS, error) {
+	out := fstest.MapFS{}
+	err := fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".sql") {
+			return err
+		}
+		b, err := fs.ReadFile(migrations.FS, path)
+		if err != nil {
+			return err
+		}
+		out[path] = &fstest.MapFile{Data: []byte(sqlschema.Rewrite(string(b), schema)), Mode: 0o444}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading embedded migrations: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,112 @@
+// Package sqlschema lets one set of SQL, written against the schema named
+// "pgsched", run in any schema chosen at migrate time.
+//
+// Migrations and sqlc queries name every object as pgsched.<name> (sqlc needs
+// a concrete schema to type-check them). When an installation or a test uses
+// another schema, statements are rewritten on their way to the server: the
+// word "pgsched" (as a whole word, so pgsched_x is left alone) becomes the
+// configured schema. Rewritten statements are cached, so the hot path pays a
+// map lookup, and nothing at all for the default schema.
+package sqlschema
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Default is the schema the SQL is written against.
+const Default = "pgsched"
+
+var (
+	validName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+	word      = regexp.MustCompile(`\bpgsched\b`)
+)
+
+// ErrInvalidName is returned for a schema name that is not a plain lowercase
+// SQL identifier.
+var ErrInvalidName = errors.New("invalid schema name")
+
+// Validate checks that name is a lowercase SQL identifier of at most 63 bytes.
+func Validate(name string) error {
+	if !validName.MatchString(name) {
+		return fmt.Errorf("%w %q: use lowercase letters, digits and _ (at most 63, not starting with a digit)", ErrInvalidName, name)
+	}
+	return nil
+}
+
+// Rewrite returns sql with the default schema replaced by schema.
+func Rewrite(sql, schema string) string {
+	if schema == Default || schema == "" {
+		return sql
+	}
+	return word.ReplaceAllString(sql, schema)
+}
+
+// DBTX is what sqlc-generated code runs statements on: a pool, a connection
+// or a transaction.
+type DBTX interface {
+	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+	QueryRow(context.Context, string, ...any) pgx.Row
+}
+
+// Rewriter caches rewritten statements for one schema.
+type Rewriter struct {
+	schema string
+	cache  sync.Map // string -> string
+}
+
+// NewRewriter returns a Rewriter for schema, which must pass Validate.
+func NewRewriter(schema string) (*Rewriter, error) {
+	if err := Validate(schema); err != nil {
+		return nil, err
+	}
+	return &Rewriter{schema: schema}, nil
+}
+
+// Schema is the schema statements are rewritten into.
+func (r *Rewriter) Schema() string { return r.schema }
+
+// SQL returns sql rewritten for the schema.
+func (r *Rewriter) SQL(sql string) string {
+	if r.schema == Default {
+		return sql
+	}
+	if v, ok := r.cache.Load(sql); ok {
+		return v.(string)
+	}
+	out := Rewrite(sql, r.schema)
+	r.cache.Store(sql, out)
+	return out
+}
+
+// Wrap returns db with every statement rewritten for the schema.
+func (r *Rewriter) Wrap(db DBTX) DBTX {
+	if r.schema == Default {
+		return db
+	}
+	return wrapped{db: db, r: r}
+}
+
+type wrapped struct {
+	db DBTX
+	r  *Rewriter
+}
+
+func (w wrapped) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	return w.db.Exec(ctx, w.r.SQL(sql), args...)
+}
+
+func (w wrapped) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return w.db.Query(ctx, w.r.SQL(sql), args...)
+}
+
+func (w wrapped) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return w.db.QueryRow(ctx, w.r.SQL(sql), args...)
+}

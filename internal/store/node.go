@@ -1,0 +1,50 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsched/pgsched/internal/dbgen"
+)
+
+// Lease is a node's registration: its epoch and when its lease ends on the
+// database clock.
+type Lease struct {
+	Epoch     int64
+	ExpiresAt time.Time
+}
+
+// NodeRegister registers (or re-registers) a node with a new epoch.
+func (s *Store) NodeRegister(ctx context.Context, db DBTX, nodeID string, ttl time.Duration, host string, pid int) (Lease, error) {
+	r, err := s.q.NodeRegister(ctx, s.db(db), dbgen.NodeRegisterParams{
+		NodeID: nodeID, TtlSeconds: ttl.Seconds(), Host: host, Pid: int32(pid),
+	})
+	if err != nil {
+		return Lease{}, err
+	}
+	return Lease{Epoch: r.Epoch, ExpiresAt: r.LeaseExpiresAt}, nil
+}
+
+// NodeRenew extends a live lease. ErrLeaseLost means it had expired or the
+// node was re-registered by someone else.
+func (s *Store) NodeRenew(ctx context.Context, db DBTX, nodeID string, epoch int64, ttl time.Duration) (time.Time, error) {
+	t, err := s.q.NodeRenewLease(ctx, s.db(db), dbgen.NodeRenewLeaseParams{NodeID: nodeID, Epoch: epoch, TtlSeconds: ttl.Seconds()})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return time.Time{}, ErrLeaseLost
+	}
+	return t, err
+}
+
+// NodeDeregister removes the node's row (clean shutdown).
+func (s *Store) NodeDeregister(ctx context.Context, db DBTX, nodeID string, epoch int64) error {
+	return s.q.NodeDeregister(ctx, s.db(db), dbgen.NodeDeregisterParams{NodeID: nodeID, Epoch: epoch})
+}
+
+// NodeDeleteExpired removes nodes whose lease ended longer ago than olderThan
+// and that hold no running task, returning their ids.
+func (s *Store) NodeDeleteExpired(ctx context.Context, db DBTX, olderThan time.Duration) ([]string, error) {
+	return s.q.NodeDeleteExpired(ctx, s.db(db), olderThan.Seconds())
+}

@@ -1,0 +1,172 @@
+// Package store is the only door to the database: it runs the sqlc queries of
+// internal/dbgen in the configured schema, converts rows to plain Go values and
+// turns driver errors into the sentinels the rest of pgsched speaks.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsched/pgsched/internal/dbgen"
+	"github.com/pgsched/pgsched/internal/sqlschema"
+)
+
+// Errors raised by the SQL API (SQLSTATE class PGS) and by validation.
+var (
+	ErrInvalid   = errors.New("invalid task")
+	ErrInPast    = errors.New("scheduled time is in the past")
+	ErrRunning   = errors.New("task is running")
+	ErrNotFound  = errors.New("no such pending task")
+	ErrConflict  = errors.New("task key already exists or was completed")
+	ErrLeaseLost = errors.New("node lease lost")
+)
+
+// DBTX is a pool, connection or transaction.
+type DBTX = sqlschema.DBTX
+
+// Store runs pgsched's statements in one schema.
+type Store struct {
+	q  *dbgen.Queries
+	rw *sqlschema.Rewriter
+}
+
+// New returns a Store for schema ("" means the default, pgsched).
+func New(schema string) (*Store, error) {
+	if schema == "" {
+		schema = sqlschema.Default
+	}
+	rw, err := sqlschema.NewRewriter(schema)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{q: dbgen.New(), rw: rw}, nil
+}
+
+// Schema is the schema this store works in.
+func (s *Store) Schema() string { return s.rw.Schema() }
+
+// SQL rewrites a statement written against the default schema.
+func (s *Store) SQL(sql string) string { return s.rw.SQL(sql) }
+
+// NotifyChannel is the LISTEN/NOTIFY channel announcing newly due work.
+func (s *Store) NotifyChannel() string { return s.rw.Schema() + ".due" }
+
+func (s *Store) db(db DBTX) dbgen.DBTX { return s.rw.Wrap(db) }
+
+// translate maps SQL API errors to sentinels, keeping the server's message.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		var sentinel error
+		switch pgErr.Code {
+		case "PGS01", "22P05", "22P02", "22021", "23514":
+			sentinel = ErrInvalid
+		case "PGS02":
+			sentinel = ErrInPast
+		case "PGS03":
+			sentinel = ErrRunning
+		case "PGS04":
+			sentinel = ErrNotFound
+		case "PGS05":
+			sentinel = ErrConflict
+		}
+		if sentinel != nil {
+			return fmt.Errorf("%w: %s", sentinel, pgErr.Message)
+		}
+	}
+	return err
+}
+
+// NewTask is one task to enqueue. Empty Kind, nil Payload take the defaults.
+type NewTask struct {
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Kind          string
+	Payload       []byte
+}
+
+// ScheduleMany enqueues tasks atomically in one statement and returns one
+// result word per task.
+func (s *Store) ScheduleMany(ctx context.Context, db DBTX, tasks []NewTask) ([]string, error) {
+	n := len(tasks)
+	arg := dbgen.TaskScheduleManyParams{
+		OrderingIds:    make([]string, n),
+		ScheduledAts:   make([]time.Time, n),
+		UniquenessKeys: make([]string, n),
+		Payloads:       make([][]byte, n),
+		Kinds:          make([]string, n),
+	}
+	for i, t := range tasks {
+		arg.OrderingIds[i] = t.OrderingID
+		arg.ScheduledAts[i] = t.ScheduledAt
+		arg.UniquenessKeys[i] = t.UniquenessKey
+		arg.Payloads[i] = t.Payload
+		if len(t.Payload) == 0 {
+			arg.Payloads[i] = []byte("{}")
+		}
+		arg.Kinds[i] = t.Kind
+		if t.Kind == "" {
+			arg.Kinds[i] = "default"
+		}
+	}
+	res, err := s.q.TaskScheduleMany(ctx, s.db(db), arg)
+	if err != nil {
+		return nil, translate(err)
+	}
+	if len(res) != n {
+		return nil, fmt.Errorf("schedule_many returned %d results for %d tasks", len(res), n)
+	}
+	return res, nil
+}
+
+// Cancel removes a pending task.
+func (s *Store) Cancel(ctx context.Context, db DBTX, orderingID string, scheduledAt time.Time, uniquenessKey string) error {
+	return translate(s.q.TaskCancel(ctx, s.db(db), dbgen.TaskCancelParams{
+		OrderingID: orderingID, ScheduledAt: scheduledAt, UniquenessKey: uniquenessKey,
+	}))
+}
+
+// Reschedule moves a pending task to a new time atomically.
+func (s *Store) Reschedule(ctx context.Context, db DBTX, orderingID string, scheduledAt time.Time, uniquenessKey string, newAt time.Time) error {
+	return translate(s.q.TaskReschedule(ctx, s.db(db), dbgen.TaskRescheduleParams{
+		OrderingID: orderingID, ScheduledAt: scheduledAt, UniquenessKey: uniquenessKey, NewScheduledAt: newAt,
+	}))
+}
+
+// Settings are the installation-wide values chosen at migrate time.
+type Settings struct {
+	PartitionCount  int
+	Grace           time.Duration
+	Retention       time.Duration
+	MaxPayloadBytes int
+	DBNow           time.Time
+}
+
+// Settings reads the installation's settings and the database clock.
+func (s *Store) Settings(ctx context.Context, db DBTX) (Settings, error) {
+	r, err := s.q.SettingsGet(ctx, s.db(db))
+	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return Settings{}, fmt.Errorf("schema %s has no settings row: was it migrated?", s.Schema())
+		}
+		return Settings{}, fmt.Errorf("reading settings from schema %s (was it migrated?): %w", s.Schema(), err)
+	}
+	return Settings{
+		PartitionCount:  int(r.PartitionCount),
+		Grace:           seconds(r.GraceSeconds),
+		Retention:       seconds(r.RetentionSeconds),
+		MaxPayloadBytes: int(r.MaxPayloadBytes),
+		DBNow:           r.DbNow,
+	}, nil
+}
+
+func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }

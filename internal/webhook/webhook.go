@@ -1,0 +1,290 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// DefaultTimeout is the per-request timeout used when Config.Timeout is 0.
+const DefaultTimeout = 30 * time.Second
+
+const (
+	userAgent = "pgsched-webhook"
+	// KindHeader is the request header that carries the task kind.
+	KindHeader = "X-Pgsched-Kind"
+
+	// maxErrorBody bounds the response body snippet kept in a StatusError.
+	maxErrorBody = 4 << 10
+	// maxDrain bounds how much of a response body is read and discarded so
+	// the connection can be reused; larger bodies just close the connection.
+	maxDrain = 64 << 10
+)
+
+var (
+	// ErrNoRoute is returned (wrapped, naming the kind) by Deliver when no
+	// route matches the task's kind. It is permanent.
+	ErrNoRoute = errors.New("webhook: no route")
+
+	// ErrInvalidTask is returned (wrapped, with details) by Deliver when the
+	// task cannot be sent at all: its payload is not valid JSON or its kind
+	// cannot be sent as a header value. It is permanent.
+	ErrInvalidTask = errors.New("webhook: invalid task")
+)
+
+// Task is the task data delivered to a webhook.
+type Task struct {
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Kind          string
+	// Payload is the stored JSON value. It is embedded in the request body
+	// as JSON; an empty payload is sent as {}.
+	Payload json.RawMessage
+	// Attempt is 1 for the first run.
+	Attempt int
+}
+
+// wireTask is the exact JSON shape of the request body.
+type wireTask struct {
+	OrderingID    string          `json:"ordering_id"`
+	ScheduledAt   string          `json:"scheduled_at"`
+	UniquenessKey string          `json:"uniqueness_key"`
+	Kind          string          `json:"kind"`
+	Payload       json.RawMessage `json:"payload"`
+	Attempt       int             `json:"attempt"`
+}
+
+// Config configures an Executor.
+type Config struct {
+	// Routes maps task kinds to URLs; it must hold at least one route.
+	Routes Routes
+	// Secret, when non-empty, is the HMAC-SHA256 key used to sign request
+	// bodies into the X-Pgsched-Signature header.
+	Secret []byte
+	// Timeout bounds each request, including reading the response.
+	// Defaults to DefaultTimeout (30s). Negative values are rejected.
+	Timeout time.Duration
+	// Client sends the requests. Defaults to a client with a dedicated,
+	// pooled transport. The executor uses a shallow copy whose redirect
+	// policy is replaced so that redirects are never followed; the
+	// caller's client is not modified.
+	Client *http.Client
+}
+
+// Executor delivers tasks to webhooks. It is safe for concurrent use.
+type Executor struct {
+	routes  Routes
+	secret  []byte
+	timeout time.Duration
+	client  *http.Client
+}
+
+// New returns an Executor for cfg.
+func New(cfg Config) (*Executor, error) {
+	if cfg.Routes.Len() == 0 {
+		return nil, errors.New("webhook: no routes configured")
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("webhook: negative timeout %s", cfg.Timeout)
+	}
+	timeout := cfg.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	var client *http.Client
+	if cfg.Client != nil {
+		c := *cfg.Client
+		client = &c
+	} else {
+		client = &http.Client{Transport: defaultTransport()}
+	}
+	client.CheckRedirect = noRedirect
+	return &Executor{
+		routes:  cfg.Routes,
+		secret:  bytes.Clone(cfg.Secret),
+		timeout: timeout,
+		client:  client,
+	}, nil
+}
+
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+func defaultTransport() *http.Transport {
+	var tr *http.Transport
+	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+		tr = dt.Clone()
+	} else {
+		tr = &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+			ForceAttemptHTTP2:     true,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: time.Second,
+		}
+	}
+	// Webhook traffic goes to few hosts with many concurrent requests, so
+	// keep more idle connections per host than the default of 2.
+	tr.MaxIdleConns = 256
+	tr.MaxIdleConnsPerHost = 64
+	tr.IdleConnTimeout = 90 * time.Second
+	return tr
+}
+
+// Deliver POSTs t to the URL routed for t.Kind and classifies the outcome:
+// nil on 2xx; a *StatusError for any other HTTP answer (Permanent unless
+// 5xx or 429); ErrNoRoute or ErrInvalidTask (wrapped) when nothing was
+// sent; otherwise a wrapped network, timeout or cancellation error, which is
+// retryable. Use IsPermanent to decide between retry and failure.
+func (e *Executor) Deliver(ctx context.Context, t Task) error {
+	target, ok := e.routes.Lookup(t.Kind)
+	if !ok {
+		return fmt.Errorf("%w for kind %q", ErrNoRoute, t.Kind)
+	}
+	if !validHeaderValue(t.Kind) {
+		return fmt.Errorf("%w: kind %q contains control characters", ErrInvalidTask, t.Kind)
+	}
+	body, err := encodeTask(t)
+	if err != nil {
+		return err
+	}
+
+	reqCtx, cancel := context.WithTimeout(ctx, e.timeout)
+	defer cancel()
+
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("webhook: kind %q: build request: %w", t.Kind, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set(KindHeader, t.Kind)
+	if len(e.secret) > 0 {
+		req.Header.Set(SignatureHeader, Sign(e.secret, body))
+	}
+
+	resp, err := e.client.Do(req)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("webhook: kind %q: request timed out after %s: %w", t.Kind, e.timeout, err)
+		}
+		return fmt.Errorf("webhook: kind %q: %w", t.Kind, err)
+	}
+	defer func() {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
+		_ = resp.Body.Close()
+	}()
+
+	code := resp.StatusCode
+	if code >= 200 && code <= 299 {
+		return nil
+	}
+	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	return &StatusError{
+		Kind:       t.Kind,
+		URL:        redact(target),
+		StatusCode: code,
+		Body:       strings.ToValidUTF8(string(snippet), "?"),
+		Permanent:  !retryableStatus(code),
+	}
+}
+
+func retryableStatus(code int) bool {
+	return code >= 500 || code == http.StatusTooManyRequests
+}
+
+func encodeTask(t Task) ([]byte, error) {
+	payload := t.Payload
+	if len(bytes.TrimSpace(payload)) == 0 {
+		payload = json.RawMessage("{}")
+	} else if !json.Valid(payload) {
+		return nil, fmt.Errorf("%w: kind %q: payload is not valid JSON", ErrInvalidTask, t.Kind)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// Keep the payload as close to the stored bytes as possible; HTML
+	// escaping is pointless for a machine-to-machine body.
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(wireTask{
+		OrderingID:    t.OrderingID,
+		ScheduledAt:   t.ScheduledAt.UTC().Format(time.RFC3339Nano),
+		UniquenessKey: t.UniquenessKey,
+		Kind:          t.Kind,
+		Payload:       payload,
+		Attempt:       t.Attempt,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: kind %q: encode: %v", ErrInvalidTask, t.Kind, err)
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// validHeaderValue reports whether s can be sent as an HTTP header value
+// (no control characters other than horizontal tab).
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// redact hides any password in a URL for error messages.
+func redact(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return s
+	}
+	return u.Redacted()
+}
+
+// StatusError is returned by Deliver when the webhook answered with a
+// non-2xx status.
+type StatusError struct {
+	Kind       string // task kind
+	URL        string // target URL, password redacted
+	StatusCode int
+	// Body holds at most the first 4 KiB of the response body (invalid
+	// UTF-8 replaced by '?').
+	Body string
+	// Permanent is false for 5xx and 429, true for 3xx and other 4xx.
+	Permanent bool
+}
+
+func (e *StatusError) Error() string {
+	class := "retryable"
+	if e.Permanent {
+		class = "permanent"
+	}
+	msg := fmt.Sprintf("webhook: kind %q: POST %s: status %d %s (%s)",
+		e.Kind, e.URL, e.StatusCode, http.StatusText(e.StatusCode), class)
+	if b := strings.TrimSpace(e.Body); b != "" {
+		msg += ": " + b
+	}
+	return msg
+}
+
+// IsPermanent reports whether err, returned by Deliver, is a permanent
+// failure that retrying cannot fix: ErrNoRoute, ErrInvalidTask, or a
+// StatusError with Permanent set. It is false for nil and for network,
+// timeout and cancellation errors.
+func IsPermanent(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrNoRoute) || errors.Is(err, ErrInvalidTask) {
+		return true
+	}
+	var se *StatusError
+	return errors.As(err, &se) && se.Permanent
+}

@@ -1,0 +1,9 @@
+package pgsched_test
+
+import (
+	"testing"
+
+	"github.com/pgsched/pgsched/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
