@@ -1,8 +1,98 @@
 package pgsched
 
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
 // Config configures a Client and a Worker. A Client reads only Schema.
 type Config struct {
 	// Schema holds pgsched's tables; it must match the one migrated.
 	// Defaults to "pgsched".
 	Schema string
+
+	// Handlers maps a task kind to its handler; the kind "*" catches every
+	// kind without its own. A task whose kind has no handler fails and is
+	// retried or dead per the default retry policy, never dropped.
+	Handlers map[string]Handler
+	// Retry is the policy for kinds whose Handler sets none.
+	// Defaults to retrying forever with backoff from 1s to 5m.
+	Retry RetryPolicy
+
+	// NodeID names this worker node. Defaults to host name and pid.
+	NodeID string
+	// Concurrency is how many tasks run at once on this node. Defaults to 100.
+	Concurrency int
+	// LeaseTTL is how long the node's lease lasts without renewal; renewed
+	// every third of it. Defaults to 10s.
+	LeaseTTL time.Duration
+	// PollInterval is the fallback check for due work when no notification
+	// or timer fires. Defaults to 1s.
+	PollInterval time.Duration
+	// MaintenanceInterval is how often the node rescues tasks of dead nodes
+	// and refreshes cluster gauges. Defaults to LeaseTTL/4.
+	MaintenanceInterval time.Duration
+	// DrainTimeout is how long Stop waits for running handlers before
+	// cancelling them and giving their tasks back. Defaults to 10s.
+	DrainTimeout time.Duration
+	// FlexDown is how long a node may stay expired before its row is
+	// removed. Defaults to 60s.
+	FlexDown time.Duration
+	// FinishBatch and FinishDelay tune outcome batching. Default 1000 and 1ms.
+	FinishBatch int
+	FinishDelay time.Duration
+
+	// Logger receives state transitions. Defaults to discarding.
+	Logger *slog.Logger
+	// Registerer receives the worker's metrics. Defaults to none.
+	Registerer prometheus.Registerer
+}
+
+// RetryPolicy says how a failing kind is retried.
+type RetryPolicy struct {
+	// MaxAttempts ends retries: after this many runs the task is dead.
+	// 0 retries forever.
+	MaxAttempts int
+	// MinBackoff is the delay after the first failure. Defaults to 1s.
+	MinBackoff time.Duration
+	// MaxBackoff caps the delay. Defaults to 5m.
+	MaxBackoff time.Duration
+	// Jitter spreads each delay by up to this fraction. Defaults to 0.2;
+	// negative means none.
+	Jitter float64
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MinBackoff <= 0 {
+		p.MinBackoff = time.Second
+	}
+	if p.MaxBackoff <= 0 {
+		p.MaxBackoff = 5 * time.Minute
+	}
+	if p.MaxBackoff < p.MinBackoff {
+		p.MaxBackoff = p.MinBackoff
+	}
+	if p.Jitter == 0 {
+		p.Jitter = 0.2
+	}
+	if p.Jitter < 0 {
+		p.Jitter = 0
+	}
+	return p
+}
+
+// Backoff is the delay after the attempt-th failed run (attempt ≥ 1):
+// MinBackoff doubled per attempt, capped at MaxBackoff, then spread by
+// Jitter using rnd in [0,1).
+func (p RetryPolicy) Backoff(attempt int, rnd float64) time.Duration {
+	p = p.withDefaults()
+	d := p.MinBackoff
+	for i := 1; i < attempt && d < p.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, p.MaxBackoff)
+	spread := time.Duration(float64(d) * p.Jitter * (2*rnd - 1))
+	return max(d+spread, 0)
 }

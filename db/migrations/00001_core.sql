@@ -442,7 +442,8 @@ $$;
 
 -- finish_tasks records what happened to running tasks, in one batch:
 -- outcome 'completed' deletes the task and writes its tombstone, 'dead' moves
--- it to dead_tasks, 'retry' makes it pending again at retry_at, 'release'
+-- it to dead_tasks, 'retry' makes it pending again retry_delay seconds from
+-- now (the database's now), 'release'
 -- makes it pending again as it was (a graceful stop gave it back). Only tasks
 -- still held by (node_id, epoch) change: a stale node's late writes change
 -- nothing. Returns the ids of the tasks that changed.
@@ -454,7 +455,7 @@ CREATE FUNCTION pgsched.finish_tasks(
     ordering_ids   text[],
     task_ids       bigint[],
     outcomes       text[],
-    retry_ats      timestamptz[],
+    retry_delays   float8[],
     errors         text[]
 )
 RETURNS bigint[]
@@ -472,8 +473,8 @@ BEGIN
     FOR UPDATE OF q;
 
     WITH b AS (
-        SELECT * FROM unnest(partition_ids, ordering_ids, task_ids, outcomes, retry_ats, errors)
-            AS b(p, o, id, outcome, retry_at, err)
+        SELECT * FROM unnest(partition_ids, ordering_ids, task_ids, outcomes, retry_delays, errors)
+            AS b(p, o, id, outcome, retry_delay, err)
     ), gone AS (
         DELETE FROM pgsched.tasks t USING b
         WHERE t.partition_id = b.p AND t.ordering_id = b.o AND t.state = 'running' AND t.id = b.id
@@ -490,7 +491,7 @@ BEGIN
     ), back AS (
         UPDATE pgsched.tasks t
         SET state = 'pending', node_id = NULL, epoch = NULL, claimed_at = NULL,
-            run_at = CASE WHEN b.outcome = 'retry' THEN coalesce(b.retry_at, now()) ELSE t.run_at END,
+            run_at = CASE WHEN b.outcome = 'retry' THEN now() + make_interval(secs => coalesce(b.retry_delay, 0)) ELSE t.run_at END,
             attempt = CASE WHEN b.outcome = 'release' THEN greatest(t.attempt - 1, 0) ELSE t.attempt END,
             last_error = CASE WHEN b.outcome = 'retry' THEN b.err ELSE t.last_error END
         FROM b

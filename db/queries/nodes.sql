@@ -26,3 +26,8 @@ DELETE FROM pgsched.nodes n
 WHERE n.lease_expires_at < now() - make_interval(secs => sqlc.arg(older_than_seconds)::float8)
   AND NOT EXISTS (SELECT 1 FROM pgsched.tasks t WHERE t.state = 'running' AND t.node_id = n.node_id)
 RETURNING n.node_id;
+
+-- name: NodeCounts :one
+SELECT count(*) FILTER (WHERE n.lease_expires_at > now())::integer AS active,
+       count(*) FILTER (WHERE n.lease_expires_at <= now())::integer AS inactive
+FROM pgsched.nodes n;

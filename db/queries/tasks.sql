@@ -67,7 +67,7 @@ SELECT pgsched.finish_tasks(
     sqlc.arg(ordering_ids)::text[],
     sqlc.arg(task_ids)::bigint[],
     sqlc.arg(outcomes)::text[],
-    sqlc.arg(retry_ats)::timestamptz[],
+    sqlc.arg(retry_delays)::float8[],
     sqlc.arg(errors)::text[]
 )::bigint[] AS applied;
 
@@ -75,9 +75,10 @@ SELECT pgsched.finish_tasks(
 SELECT pgsched.rescue_expired(sqlc.narg(nodes)::text[])::integer AS rescued;
 
 -- QueueNextDue returns, for each given partition that has an idle queue,
--- when its earliest one is due. One index probe per partition.
+-- how many seconds until its earliest one is due (negative: overdue), on the
+-- database's clock. One index probe per partition.
 -- name: QueueNextDue :many
-SELECT n.partition_id::integer AS partition_id, n.next_at::timestamptz AS next_at
+SELECT n.partition_id::integer AS partition_id, extract(epoch FROM n.next_at - now())::float8 AS due_in
 FROM (
     SELECT p.partition_id,
            (SELECT min(q.next_at) FROM pgsched.queues q
@@ -93,3 +94,6 @@ FROM pgsched.settings;
 
 -- name: CompletionEnsurePartitions :one
 SELECT pgsched.ensure_completion_partitions(now(), sqlc.arg(days_ahead)::integer)::integer AS dropped;
+
+-- name: TaskCountPending :one
+SELECT count(*)::bigint AS pending FROM pgsched.tasks t WHERE t.state = 'pending';

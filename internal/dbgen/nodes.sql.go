@@ -10,6 +10,24 @@ import (
 	"time"
 )
 
+const nodeCounts = `-- name: NodeCounts :one
+SELECT count(*) FILTER (WHERE n.lease_expires_at > now())::integer AS active,
+       count(*) FILTER (WHERE n.lease_expires_at <= now())::integer AS inactive
+FROM pgsched.nodes n
+`
+
+type NodeCountsRow struct {
+	Active   int32
+	Inactive int32
+}
+
+func (q *Queries) NodeCounts(ctx context.Context, db DBTX) (NodeCountsRow, error) {
+	row := db.QueryRow(ctx, nodeCounts)
+	var i NodeCountsRow
+	err := row.Scan(&i.Active, &i.Inactive)
+	return i, err
+}
+
 const nodeDeleteExpired = `-- name: NodeDeleteExpired :many
 DELETE FROM pgsched.nodes n
 WHERE n.lease_expires_at < now() - make_interval(secs => $1::float8)

@@ -22,7 +22,7 @@ func (q *Queries) CompletionEnsurePartitions(ctx context.Context, db DBTX, daysA
 }
 
 const queueNextDue = `-- name: QueueNextDue :many
-SELECT n.partition_id::integer AS partition_id, n.next_at::timestamptz AS next_at
+SELECT n.partition_id::integer AS partition_id, extract(epoch FROM n.next_at - now())::float8 AS due_in
 FROM (
     SELECT p.partition_id,
            (SELECT min(q.next_at) FROM pgsched.queues q
@@ -34,11 +34,12 @@ WHERE n.next_at IS NOT NULL
 
 type QueueNextDueRow struct {
 	PartitionID int32
-	NextAt      time.Time
+	DueIn       float64
 }
 
 // QueueNextDue returns, for each given partition that has an idle queue,
-// when its earliest one is due. One index probe per partition.
+// how many seconds until its earliest one is due (negative: overdue), on the
+// database's clock. One index probe per partition.
 func (q *Queries) QueueNextDue(ctx context.Context, db DBTX, partitionIds []int32) ([]QueueNextDueRow, error) {
 	rows, err := db.Query(ctx, queueNextDue, partitionIds)
 	if err != nil {
@@ -48,7 +49,7 @@ func (q *Queries) QueueNextDue(ctx context.Context, db DBTX, partitionIds []int3
 	items := []QueueNextDueRow{}
 	for rows.Next() {
 		var i QueueNextDueRow
-		if err := rows.Scan(&i.PartitionID, &i.NextAt); err != nil {
+		if err := rows.Scan(&i.PartitionID, &i.DueIn); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -199,6 +200,17 @@ func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDuePar
 	return items, nil
 }
 
+const taskCountPending = `-- name: TaskCountPending :one
+SELECT count(*)::bigint AS pending FROM pgsched.tasks t WHERE t.state = 'pending'
+`
+
+func (q *Queries) TaskCountPending(ctx context.Context, db DBTX) (int64, error) {
+	row := db.QueryRow(ctx, taskCountPending)
+	var pending int64
+	err := row.Scan(&pending)
+	return pending, err
+}
+
 const taskFinish = `-- name: TaskFinish :one
 SELECT pgsched.finish_tasks(
     $1::text,
@@ -207,7 +219,7 @@ SELECT pgsched.finish_tasks(
     $4::text[],
     $5::bigint[],
     $6::text[],
-    $7::timestamptz[],
+    $7::float8[],
     $8::text[]
 )::bigint[] AS applied
 `
@@ -219,7 +231,7 @@ type TaskFinishParams struct {
 	OrderingIds  []string
 	TaskIds      []int64
 	Outcomes     []string
-	RetryAts     []time.Time
+	RetryDelays  []float64
 	Errors       []string
 }
 
@@ -231,7 +243,7 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams)
 		arg.OrderingIds,
 		arg.TaskIds,
 		arg.Outcomes,
-		arg.RetryAts,
+		arg.RetryDelays,
 		arg.Errors,
 	)
 	var applied []int64

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/pgsched/pgsched/internal/dbgen"
@@ -56,7 +58,7 @@ type Outcome struct {
 	OrderingID string
 	ID         int64
 	Outcome    string
-	RetryAt    time.Time // for OutcomeRetry
+	RetryIn    time.Duration // for OutcomeRetry: delay from the database's now
 	Error      string
 }
 
@@ -67,17 +69,14 @@ func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, o
 	arg := dbgen.TaskFinishParams{
 		NodeID: node, Epoch: epoch,
 		PartitionIds: make([]int32, n), OrderingIds: make([]string, n), TaskIds: make([]int64, n),
-		Outcomes: make([]string, n), RetryAts: make([]time.Time, n), Errors: make([]string, n),
+		Outcomes: make([]string, n), RetryDelays: make([]float64, n), Errors: make([]string, n),
 	}
 	for i, o := range outs {
 		arg.PartitionIds[i] = int32(o.Partition)
 		arg.OrderingIds[i] = o.OrderingID
 		arg.TaskIds[i] = o.ID
 		arg.Outcomes[i] = o.Outcome
-		arg.RetryAts[i] = o.RetryAt
-		if o.RetryAt.IsZero() {
-			arg.RetryAts[i] = time.Unix(0, 0)
-		}
+		arg.RetryDelays[i] = o.RetryIn.Seconds()
 		arg.Errors[i] = o.Error
 	}
 	return s.q.TaskFinish(ctx, s.db(db), arg)
@@ -90,17 +89,25 @@ func (s *Store) RescueExpired(ctx context.Context, db DBTX, nodes []string) (int
 	return int(n), err
 }
 
-// NextDue returns, per partition, when its earliest idle queue is due; a
-// partition without one is absent.
-func (s *Store) NextDue(ctx context.Context, db DBTX, partitions []int32) (map[int]time.Time, error) {
+// DuePartition is a partition with idle queues and how long until the
+// earliest is due (zero or negative: due now).
+type DuePartition struct {
+	Partition int
+	DueIn     time.Duration
+}
+
+// NextDue returns the partitions among partitions that have idle queues,
+// most overdue first.
+func (s *Store) NextDue(ctx context.Context, db DBTX, partitions []int32) ([]DuePartition, error) {
 	rows, err := s.q.QueueNextDue(ctx, s.db(db), partitions)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[int]time.Time, len(rows))
-	for _, r := range rows {
-		out[int(r.PartitionID)] = r.NextAt
+	out := make([]DuePartition, len(rows))
+	for i, r := range rows {
+		out[i] = DuePartition{Partition: int(r.PartitionID), DueIn: seconds(r.DueIn)}
 	}
+	slices.SortFunc(out, func(a, b DuePartition) int { return cmp.Compare(a.DueIn, b.DueIn) })
 	return out, nil
 }
 

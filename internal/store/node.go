@@ -48,3 +48,14 @@ func (s *Store) NodeDeregister(ctx context.Context, db DBTX, nodeID string, epoc
 func (s *Store) NodeDeleteExpired(ctx context.Context, db DBTX, olderThan time.Duration) ([]string, error) {
 	return s.q.NodeDeleteExpired(ctx, s.db(db), olderThan.Seconds())
 }
+
+// NodeCounts returns how many nodes hold a live lease and how many expired.
+func (s *Store) NodeCounts(ctx context.Context, db DBTX) (active, inactive int, err error) {
+	r, err := s.q.NodeCounts(ctx, s.db(db))
+	return int(r.Active), int(r.Inactive), err
+}
+
+// CountPending counts pending tasks.
+func (s *Store) CountPending(ctx context.Context, db DBTX) (int64, error) {
+	return s.q.TaskCountPending(ctx, s.db(db))
+}

@@ -1,0 +1,95 @@
+// Command migrate applies pgsched's schema, embedded in this binary.
+//
+//	migrate [flags] up|down|reset|status
+//
+// Flags mirror environment variables: -database-url (DATABASE_URL), -schema
+// (PGSCHED_SCHEMA), -partitions (PGSCHED_PARTITIONS, used only when the
+// schema is first created).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/pgsched/pgsched/internal/migrator"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "migrate:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	partitions := migrator.DefaultPartitions
+	if v := getenv("PGSCHED_PARTITIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("PGSCHED_PARTITIONS=%q is not a number", v)
+		}
+		partitions = n
+	}
+	schema := getenv("PGSCHED_SCHEMA")
+	if schema == "" {
+		schema = "pgsched"
+	}
+	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL connection string (DATABASE_URL)")
+	fs.StringVar(&schema, "schema", schema, "schema holding pgsched's tables (PGSCHED_SCHEMA)")
+	fs.IntVar(&partitions, "partitions", partitions, "logical partitions, fixed when the schema is created (PGSCHED_PARTITIONS)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: migrate [flags] up|down|reset|status")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return errors.New("want exactly one command: up, down, reset or status")
+	}
+	if *dbURL == "" {
+		return errors.New("no database: set DATABASE_URL or -database-url")
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	m, err := migrator.Open(ctx, *dbURL, migrator.Options{Schema: schema, Partitions: partitions, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	switch cmd := fs.Arg(0); cmd {
+	case "up":
+		return m.Up(ctx)
+	case "down":
+		return m.Down(ctx)
+	case "reset":
+		return m.Reset(ctx)
+	case "status":
+		st, err := m.Status(ctx)
+		if err != nil {
+			return err
+		}
+		for _, s := range st {
+			state := "pending"
+			if s.Applied {
+				state = "applied " + s.AppliedAt.Format("2006-01-02 15:04:05")
+			}
+			fmt.Fprintf(stdout, "%05d  %-30s  %s\n", s.Version, s.Name, state)
+		}
+		return nil
+	default:
+		return fmt.Errorf("unknown command %q: want up, down, reset or status", cmd)
+	}
+}

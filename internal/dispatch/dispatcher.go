@@ -1,0 +1,395 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgsched/pgsched/internal/lease"
+	"github.com/pgsched/pgsched/internal/ordering"
+	"github.com/pgsched/pgsched/internal/store"
+)
+
+// Job is a claimed task on its way to a handler.
+type Job struct {
+	store.Claimed
+	// Epoch is the node term the task was claimed under.
+	Epoch int64
+}
+
+// Result is what a handler's run came to.
+type Result struct {
+	// Outcome is one of store.OutcomeCompleted, OutcomeRetry, OutcomeDead,
+	// OutcomeRelease.
+	Outcome string
+	// RetryIn is the delay before the retry (OutcomeRetry).
+	RetryIn time.Duration
+	// Error explains a retry or death.
+	Error string
+	// Recorded means the outcome is already written (a transactional handler
+	// committed it together with its own writes).
+	Recorded bool
+}
+
+// ExecFunc runs one job. ctx ends when the node loses its lease or the
+// drain timeout passes during a stop.
+type ExecFunc func(ctx context.Context, job *Job) Result
+
+// Hooks observe the dispatcher (metrics). Any field may be nil.
+type Hooks struct {
+	Claimed  func(job *Job)
+	Finished func(job *Job, res Result, ran time.Duration)
+}
+
+// Config configures a Dispatcher.
+type Config struct {
+	Store *store.Store
+	DB    store.DBTX
+	Node  *lease.Node
+	// Partitions returns the partitions this node may claim from now.
+	Partitions func() []int32
+	// Concurrency is the most handlers running at once. Defaults to 100.
+	Concurrency int
+	Exec        ExecFunc
+	// Wake receives a value whenever new work may be due (NOTIFY).
+	Wake <-chan struct{}
+	// PollInterval is the fallback re-check when nothing else wakes the
+	// loop. Defaults to 1s.
+	PollInterval time.Duration
+	// FinishBatch is the most outcomes written per statement. Defaults to 1000.
+	FinishBatch int
+	// FinishDelay is how long the first outcome of a batch may wait for
+	// company. Defaults to 1ms.
+	FinishDelay time.Duration
+	// DrainTimeout is how long a stop waits for running handlers before
+	// cancelling them. Defaults to 10s.
+	DrainTimeout time.Duration
+	Logger       *slog.Logger
+	Hooks        Hooks
+}
+
+// Dispatcher claims, runs and finishes tasks for one node.
+type Dispatcher struct {
+	cfg      Config
+	lanes    *ordering.Serializer
+	inflight atomic.Int64
+	kick     chan struct{} // capacity freed or a batch finished
+	finish   *finisher
+	abort    context.Context
+	abortFn  context.CancelFunc
+}
+
+// New validates cfg and returns a Dispatcher.
+func New(cfg Config) (*Dispatcher, error) {
+	if cfg.Store == nil || cfg.DB == nil || cfg.Node == nil || cfg.Exec == nil || cfg.Partitions == nil {
+		return nil, errors.New("dispatch: Store, DB, Node, Partitions and Exec are required")
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 100
+	}
+	if cfg.Concurrency < 0 {
+		return nil, fmt.Errorf("dispatch: concurrency must be positive, got %d", cfg.Concurrency)
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.FinishBatch <= 0 {
+		cfg.FinishBatch = 1000
+	}
+	if cfg.FinishDelay <= 0 {
+		cfg.FinishDelay = time.Millisecond
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = 10 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	d := &Dispatcher{cfg: cfg, lanes: ordering.New(), kick: make(chan struct{}, 1)}
+	d.abort, d.abortFn = context.WithCancel(context.Background())
+	d.finish = newFinisher(cfg, d.poke)
+	return d, nil
+}
+
+// Inflight is the number of claimed tasks whose handlers have not returned.
+func (d *Dispatcher) Inflight() int { return int(d.inflight.Load()) }
+
+func (d *Dispatcher) poke() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run claims and runs tasks until ctx ends, then drains (see the package doc).
+func (d *Dispatcher) Run(ctx context.Context) error {
+	finishDone := make(chan struct{})
+	go func() { defer close(finishDone); d.finish.run() }()
+
+	d.loop(ctx)
+
+	// Drain: wait for handlers, then cancel the stragglers.
+	drained := make(chan struct{})
+	go func() { d.lanes.Wait(); close(drained) }()
+	timer := time.NewTimer(d.cfg.DrainTimeout)
+	select {
+	case <-drained:
+	case <-timer.C:
+		d.cfg.Logger.Warn("drain timeout passed; cancelling running handlers", "running", d.Inflight())
+		d.abortFn()
+		<-drained
+	}
+	timer.Stop()
+	d.abortFn()
+	d.finish.close()
+	<-finishDone
+	return nil
+}
+
+func (d *Dispatcher) loop(ctx context.Context) {
+	var due []store.DuePartition // cached partitions believed due, most overdue first
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	backoff := 10 * time.Millisecond
+	for ctx.Err() == nil {
+		term := d.cfg.Node.Current()
+		if term == nil {
+			due = nil
+			select {
+			case <-ctx.Done():
+			case <-d.cfg.Node.Changed():
+			}
+			continue
+		}
+		wait := d.cfg.PollInterval
+		free := d.cfg.Concurrency - d.Inflight()
+		if free > 0 {
+			if len(due) == 0 {
+				next, err := d.cfg.Store.NextDue(ctx, d.cfg.DB, d.cfg.Partitions())
+				if err != nil {
+					if ctx.Err() == nil {
+						d.cfg.Logger.Warn("reading due partitions failed", "error", err)
+					}
+					d.sleep(ctx, backoff)
+					backoff = min(backoff*2, d.cfg.PollInterval)
+					continue
+				}
+				for _, p := range next {
+					if p.DueIn > time.Millisecond {
+						wait = min(wait, p.DueIn)
+						break
+					}
+					due = append(due, p)
+				}
+			}
+			for len(due) > 0 && free > 0 {
+				p := due[0].Partition
+				jobs, err := d.cfg.Store.Claim(ctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, p, free)
+				if err != nil {
+					if ctx.Err() == nil {
+						d.cfg.Logger.Warn("claiming failed", "partition", p, "error", err)
+					}
+					due = nil
+					d.sleep(ctx, backoff)
+					backoff = min(backoff*2, d.cfg.PollInterval)
+					break
+				}
+				backoff = 10 * time.Millisecond
+				if len(jobs) < free {
+					due = due[1:] // this partition ran dry (or is locked by others)
+				}
+				free -= len(jobs)
+				for i := range jobs {
+					d.start(term, &Job{Claimed: jobs[i], Epoch: term.Epoch})
+				}
+			}
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+		case <-timer.C:
+		case <-d.cfg.Wake:
+		case <-d.kick:
+		case <-term.Done():
+		}
+	}
+}
+
+func (d *Dispatcher) sleep(ctx context.Context, dur time.Duration) {
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// start hands a job to its ordering lane.
+func (d *Dispatcher) start(term *lease.Term, job *Job) {
+	d.inflight.Add(1)
+	if f := d.cfg.Hooks.Claimed; f != nil {
+		f(job)
+	}
+	d.lanes.Submit(job.OrderingID, func() {
+		defer func() {
+			d.inflight.Add(-1)
+			d.poke()
+		}()
+		if term.Context().Err() != nil || d.abort.Err() != nil {
+			// The term ended (or the stop deadline passed) before the handler
+			// could start: give the task back untouched.
+			d.finish.add(job, Result{Outcome: store.OutcomeRelease}, 0)
+			return
+		}
+		ctx, cancel := context.WithCancel(term.Context())
+		stop := context.AfterFunc(d.abort, cancel)
+		began := time.Now()
+		res := d.exec(ctx, job)
+		ran := time.Since(began)
+		stop()
+		cancel()
+		if res.Outcome == store.OutcomeRetry && d.abort.Err() != nil {
+			// Cancelled by a stop: back in line at once, not after a backoff.
+			res.RetryIn = 0
+		}
+		if res.Recorded {
+			if f := d.cfg.Hooks.Finished; f != nil {
+				f(job, res, ran)
+			}
+			return
+		}
+		d.finish.add(job, res, ran)
+	})
+}
+
+func (d *Dispatcher) exec(ctx context.Context, job *Job) (res Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.cfg.Logger.Error("handler panicked", "ordering_id", job.OrderingID, "task_id", job.ID, "panic", r)
+			res = Result{Outcome: store.OutcomeRetry, RetryIn: time.Second, Error: fmt.Sprintf("handler panicked: %v", r)}
+		}
+	}()
+	return d.cfg.Exec(ctx, job)
+}
+
+// finisher writes outcomes in batches.
+type finisher struct {
+	cfg    Config
+	after  func()
+	mu     sync.Mutex
+	items  []finishItem
+	signal chan struct{}
+	closed chan struct{}
+	once   sync.Once
+}
+
+type finishItem struct {
+	job *Job
+	res Result
+	ran time.Duration
+}
+
+func newFinisher(cfg Config, after func()) *finisher {
+	return &finisher{cfg: cfg, after: after, signal: make(chan struct{}, 1), closed: make(chan struct{})}
+}
+
+func (f *finisher) add(job *Job, res Result, ran time.Duration) {
+	f.mu.Lock()
+	f.items = append(f.items, finishItem{job: job, res: res, ran: ran})
+	f.mu.Unlock()
+	select {
+	case f.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (f *finisher) close() { f.once.Do(func() { close(f.closed) }) }
+
+func (f *finisher) run() {
+	for {
+		select {
+		case <-f.signal:
+		case <-f.closed:
+			f.flushAll(true)
+			return
+		}
+		// Let a batch gather.
+		t := time.NewTimer(f.cfg.FinishDelay)
+		select {
+		case <-t.C:
+		case <-f.closed:
+		}
+		t.Stop()
+		f.flushAll(false)
+	}
+}
+
+func (f *finisher) flushAll(final bool) {
+	backoff := 10 * time.Millisecond
+	for {
+		f.mu.Lock()
+		n := min(len(f.items), f.cfg.FinishBatch)
+		batch := append([]finishItem(nil), f.items[:n]...)
+		f.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		if err := f.write(batch); err != nil {
+			f.cfg.Logger.Warn("recording task outcomes failed; will retry", "tasks", n, "error", err)
+			if final && backoff > 5*time.Second {
+				f.cfg.Logger.Error("giving up recording outcomes at shutdown; the tasks will be rescued when the lease expires", "tasks", n)
+				return
+			}
+			time.Sleep(backoff)
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		f.mu.Lock()
+		f.items = f.items[n:]
+		f.mu.Unlock()
+		f.after()
+	}
+}
+
+func (f *finisher) write(batch []finishItem) error {
+	byEpoch := map[int64][]store.Outcome{}
+	for _, it := range batch {
+		byEpoch[it.job.Epoch] = append(byEpoch[it.job.Epoch], store.Outcome{
+			Partition: it.job.Partition, OrderingID: it.job.OrderingID, ID: it.job.ID,
+			Outcome: it.res.Outcome, RetryIn: it.res.RetryIn, Error: it.res.Error,
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	applied := map[int64]bool{}
+	for epoch, outs := range byEpoch {
+		ids, err := f.cfg.Store.Finish(ctx, f.cfg.DB, f.cfg.Node.ID(), epoch, outs)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			applied[id] = true
+		}
+	}
+	for _, it := range batch {
+		if !applied[it.job.ID] {
+			f.cfg.Logger.Warn("outcome not recorded: the task is no longer held by this node's term (fenced)",
+				"ordering_id", it.job.OrderingID, "task_id", it.job.ID, "epoch", it.job.Epoch, "outcome", it.res.Outcome)
+			continue
+		}
+		if h := f.cfg.Hooks.Finished; h != nil {
+			h(it.job, it.res, it.ran)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package lease
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pgsched/pgsched/internal/store"
+)
+
+// Term is one registration of a node: an epoch and a context that ends when
+// the lease is lost (or the node stops). Everything claimed under a term
+// carries its epoch, so once the term ends, that work's late writes are
+// fenced off by the database.
+type Term struct {
+	Epoch int64
+	ctx   context.Context
+}
+
+// Context is cancelled when the term ends.
+func (t *Term) Context() context.Context { return t.ctx }
+
+// Done is closed when the term ends.
+func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
+
+// Events receives the node's state transitions (for metrics). Any field may
+// be nil.
+type Events struct {
+	Registered func(epoch int64)
+	Renewed    func()
+	Lost       func(epoch int64, reason string)
+}
+
+// NodeConfig configures a Node.
+type NodeConfig struct {
+	ID    string
+	Store *store.Store
+	DB    store.DBTX
+	// TTL of the lease. Defaults to 10s.
+	TTL time.Duration
+	// RenewEvery is how often the lease is renewed. Defaults to TTL/3.
+	RenewEvery time.Duration
+	Host       string
+	PID        int
+	Logger     *slog.Logger
+	Events     Events
+}
+
+// Node keeps this process's lease in the nodes table.
+type Node struct {
+	cfg NodeConfig
+
+	mu      sync.Mutex
+	term    *Term
+	cancel  context.CancelFunc
+	changed chan struct{} // closed and replaced on every term change
+}
+
+// NewNode validates cfg and returns a Node; Run starts it.
+func NewNode(cfg NodeConfig) (*Node, error) {
+	if cfg.ID == "" {
+		return nil, errors.New("lease: node id is required")
+	}
+	if cfg.Store == nil || cfg.DB == nil {
+		return nil, errors.New("lease: store and db are required")
+	}
+	if cfg.TTL == 0 {
+		cfg.TTL = 10 * time.Second
+	}
+	if cfg.TTL < 100*time.Millisecond {
+		return nil, fmt.Errorf("lease: TTL %s is too short (minimum 100ms)", cfg.TTL)
+	}
+	if cfg.RenewEvery == 0 {
+		cfg.RenewEvery = cfg.TTL / 3
+	}
+	if cfg.RenewEvery >= cfg.TTL {
+		return nil, fmt.Errorf("lease: renew interval %s must be shorter than the TTL %s", cfg.RenewEvery, cfg.TTL)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Node{cfg: cfg, changed: make(chan struct{})}, nil
+}
+
+// ID is the node's id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// TTL is the lease TTL.
+func (n *Node) TTL() time.Duration { return n.cfg.TTL }
+
+// Current returns the live term, or nil while the node holds no lease.
+func (n *Node) Current() *Term {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.term != nil && n.term.ctx.Err() == nil {
+		return n.term
+	}
+	return nil
+}
+
+// Changed returns a channel closed at the next term change.
+func (n *Node) Changed() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.changed
+}
+
+func (n *Node) setTerm(t *Term, cancel context.CancelFunc) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cancel != nil {
+		n.cancel()
+	}
+	n.term, n.cancel = t, cancel
+	close(n.changed)
+	n.changed = make(chan struct{})
+}
+
+// Run registers the node and keeps its lease until ctx ends; then it ends
+// the term and deregisters (with a fresh short timeout, so a cancelled ctx
+// still lets the fleet take over at once rather than after the TTL).
+func (n *Node) Run(ctx context.Context) error {
+	defer n.resign()
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := n.hold(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		n.cfg.Logger.Warn("node lease lost", "node_id", n.cfg.ID, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, n.cfg.TTL)
+	}
+	return nil
+}
+
+// hold registers a new term and renews it until renewal fails or the local
+// deadline (last successful renewal sent + TTL) passes, whichever is first.
+func (n *Node) hold(ctx context.Context) error {
+	sent := time.Now()
+	lease, err := n.cfg.Store.NodeRegister(ctx, n.cfg.DB, n.cfg.ID, n.cfg.TTL, n.cfg.Host, n.cfg.PID)
+	if err != nil {
+		return fmt.Errorf("registering node: %w", err)
+	}
+	termCtx, cancel := context.WithCancel(context.Background())
+	term := &Term{Epoch: lease.Epoch, ctx: termCtx}
+	n.setTerm(term, cancel)
+	n.cfg.Logger.Info("node registered", "node_id", n.cfg.ID, "epoch", lease.Epoch, "lease_expires_at", lease.ExpiresAt)
+	if f := n.cfg.Events.Registered; f != nil {
+		f(lease.Epoch)
+	}
+	deadline := sent.Add(n.cfg.TTL)
+	lost := func(reason string) error {
+		n.setTerm(nil, nil)
+		if f := n.cfg.Events.Lost; f != nil {
+			f(lease.Epoch, reason)
+		}
+		return errors.New(reason)
+	}
+	ticker := time.NewTicker(n.cfg.RenewEvery)
+	defer ticker.Stop()
+	expiry := time.NewTimer(time.Until(deadline))
+	defer expiry.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-expiry.C:
+			return lost(fmt.Sprintf("could not renew the lease of epoch %d before it ran out", lease.Epoch))
+		case <-ticker.C:
+		}
+		sent := time.Now()
+		rctx, rcancel := context.WithDeadline(ctx, deadline)
+		_, err := n.cfg.Store.NodeRenew(rctx, n.cfg.DB, n.cfg.ID, lease.Epoch, n.cfg.TTL)
+		rcancel()
+		switch {
+		case err == nil:
+			if time.Now().After(deadline) {
+				// Renewed in the database, but only after our own deadline
+				// passed: the term's context is about to be cancelled anyway.
+				return lost(fmt.Sprintf("lease of epoch %d renewed too late", lease.Epoch))
+			}
+			deadline = sent.Add(n.cfg.TTL)
+			expiry.Reset(time.Until(deadline))
+			if f := n.cfg.Events.Renewed; f != nil {
+				f()
+			}
+		case errors.Is(err, store.ErrLeaseLost):
+			return lost(fmt.Sprintf("lease of epoch %d had expired or was taken over", lease.Epoch))
+		case ctx.Err() != nil:
+			return ctx.Err()
+		default:
+			n.cfg.Logger.Warn("renewing node lease failed; retrying", "node_id", n.cfg.ID, "epoch", lease.Epoch, "error", err)
+		}
+	}
+}
+
+func (n *Node) resign() {
+	t := n.Current()
+	n.setTerm(nil, nil)
+	if t == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.cfg.Store.NodeDeregister(ctx, n.cfg.DB, n.cfg.ID, t.Epoch); err != nil {
+		n.cfg.Logger.Warn("deregistering node failed; its lease will expire", "node_id", n.cfg.ID, "error", err)
+		return
+	}
+	n.cfg.Logger.Info("node deregistered", "node_id", n.cfg.ID, "epoch", t.Epoch)
+}

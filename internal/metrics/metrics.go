@@ -1,0 +1,90 @@
+// Package metrics holds pgsched's Prometheus collectors. Each worker
+// registers its own set on the Registerer it is given, so tests (and
+// programs embedding several workers) never collide on globals.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the collectors of one worker.
+type Metrics struct {
+	Executed      *prometheus.CounterVec
+	Retried       *prometheus.CounterVec
+	Dead          *prometheus.CounterVec
+	Claimed       prometheus.Counter
+	Running       prometheus.Gauge
+	Pending       prometheus.Gauge
+	Lateness      prometheus.Histogram
+	Duration      *prometheus.HistogramVec
+	Rescued       prometheus.Counter
+	NodesActive   prometheus.Gauge
+	NodesInactive prometheus.Gauge
+	LeaseEpoch    prometheus.Gauge
+	LeaseLost     prometheus.Counter
+	LeaseRenewed  prometheus.Counter
+	Partitions    prometheus.Gauge
+}
+
+// New creates the collectors and registers them on reg (nil: not registered).
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		Executed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgsched_tasks_executed_total", Help: "Task runs by kind and result (completed, retry, dead, release).",
+		}, []string{"kind", "result"}),
+		Retried: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgsched_tasks_retried_total", Help: "Task runs that failed and were scheduled to retry.",
+		}, []string{"kind"}),
+		Dead: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgsched_tasks_dead_total", Help: "Tasks that became dead (permanent failure or attempts exhausted).",
+		}, []string{"kind"}),
+		Claimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pgsched_tasks_claimed_total", Help: "Tasks claimed by this node.",
+		}),
+		Running: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgsched_tasks_running", Help: "Tasks claimed by this node whose handlers have not returned.",
+		}),
+		Pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgsched_tasks_pending", Help: "Pending tasks in the whole schema (sampled).",
+		}),
+		Lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pgsched_task_start_lateness_seconds", Help: "Claim time minus scheduled time for first attempts.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "pgsched_task_run_duration_seconds", Help: "Handler run time by kind.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"kind"}),
+		Rescued: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pgsched_tasks_rescued_total", Help: "Running tasks of nodes whose lease expired, given back to their queues by this node.",
+		}),
+		NodesActive: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgsched_nodes_active", Help: "Nodes with a live lease.",
+		}),
+		NodesInactive: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgsched_nodes_inactive", Help: "Registered nodes whose lease has expired.",
+		}),
+		LeaseEpoch: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgsched_node_epoch", Help: "This node's current lease epoch (0 without a lease).",
+		}),
+		LeaseLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pgsched_node_lease_lost_total", Help: "Times this node lost its lease.",
+		}),
+		LeaseRenewed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pgsched_node_lease_renewed_total", Help: "Successful lease renewals of this node.",
+		}),
+		Partitions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgsched_partitions_owned", Help: "Logical partitions this node claims from.",
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.Executed, m.Retried, m.Dead, m.Claimed, m.Running, m.Pending,
+			m.Lateness, m.Duration, m.Rescued, m.NodesActive, m.NodesInactive, m.LeaseEpoch, m.LeaseLost,
+			m.LeaseRenewed, m.Partitions} {
+			if err := reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return m, nil
+}

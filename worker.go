@@ -1,0 +1,415 @@
+package pgsched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgsched/pgsched/internal/dispatch"
+	"github.com/pgsched/pgsched/internal/lease"
+	"github.com/pgsched/pgsched/internal/metrics"
+	"github.com/pgsched/pgsched/internal/store"
+)
+
+// ErrNoHandler is the failure recorded for a task whose kind has no handler.
+var ErrNoHandler = errors.New("pgsched: no handler for kind")
+
+// Worker is one node of the cluster: it holds a lease, claims due tasks from
+// its partitions, runs them with the configured handlers and records the
+// outcomes. Any number of workers may share a schema.
+type Worker struct {
+	pool    *pgxpool.Pool
+	cfg     Config
+	store   *store.Store
+	metrics *metrics.Metrics
+	logger  *slog.Logger
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	cancel   context.CancelFunc // ends claiming, listening and maintenance
+	nodeStop context.CancelFunc // ends the lease, after the drain
+	done     chan struct{}
+
+	node       *lease.Node
+	dispatcher *dispatch.Dispatcher
+	partitions []int32
+}
+
+// NewWorker validates cfg and returns a Worker; Start runs it.
+func NewWorker(pool *pgxpool.Pool, cfg Config) (*Worker, error) {
+	if pool == nil {
+		return nil, errors.New("pgsched: NewWorker needs a pool")
+	}
+	st, err := store.New(cfg.Schema)
+	if err != nil {
+		return nil, fmt.Errorf("pgsched: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.NodeID == "" {
+		host, _ := os.Hostname()
+		cfg.NodeID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 100
+	}
+	if cfg.Concurrency < 0 {
+		return nil, fmt.Errorf("pgsched: Concurrency must be positive, got %d", cfg.Concurrency)
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = 10 * time.Second
+	}
+	if cfg.MaintenanceInterval <= 0 {
+		cfg.MaintenanceInterval = cfg.LeaseTTL / 4
+	}
+	if cfg.FlexDown <= 0 {
+		cfg.FlexDown = time.Minute
+	}
+	for kind, h := range cfg.Handlers {
+		if (h.Func == nil) == (h.TxFunc == nil) {
+			return nil, fmt.Errorf("pgsched: handler for kind %q must set exactly one of Func and TxFunc", kind)
+		}
+	}
+	m, err := metrics.New(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("pgsched: registering metrics: %w", err)
+	}
+	return &Worker{pool: pool, cfg: cfg, store: st, metrics: m, logger: cfg.Logger.With("node_id", cfg.NodeID)}, nil
+}
+
+// NodeID is this worker's node id.
+func (w *Worker) NodeID() string { return w.cfg.NodeID }
+
+// Ready reports whether the worker holds a live lease and so may run tasks.
+func (w *Worker) Ready() bool {
+	w.mu.Lock()
+	node := w.node
+	w.mu.Unlock()
+	return node != nil && node.Current() != nil
+}
+
+// Start checks the schema, registers the node and starts working in the
+// background. It returns once the first lease is held (or ctx ends).
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	if w.started {
+		w.mu.Unlock()
+		return errors.New("pgsched: worker already started")
+	}
+	w.started = true
+	w.mu.Unlock()
+
+	settings, err := w.store.Settings(ctx, w.pool)
+	if err != nil {
+		return fmt.Errorf("pgsched: %w", err)
+	}
+	if _, err := w.store.EnsureCompletionPartitions(ctx, w.pool, 3); err != nil {
+		return fmt.Errorf("pgsched: preparing completion partitions: %w", err)
+	}
+	w.partitions = make([]int32, settings.PartitionCount)
+	for i := range w.partitions {
+		w.partitions[i] = int32(i)
+	}
+	w.metrics.Partitions.Set(float64(len(w.partitions)))
+
+	host, _ := os.Hostname()
+	node, err := lease.NewNode(lease.NodeConfig{
+		ID: w.cfg.NodeID, Store: w.store, DB: w.pool, TTL: w.cfg.LeaseTTL, Host: host, PID: os.Getpid(),
+		Logger: w.logger,
+		Events: lease.Events{
+			Registered: func(epoch int64) { w.metrics.LeaseEpoch.Set(float64(epoch)) },
+			Renewed:    func() { w.metrics.LeaseRenewed.Inc() },
+			Lost: func(int64, string) {
+				w.metrics.LeaseLost.Inc()
+				w.metrics.LeaseEpoch.Set(0)
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("pgsched: %w", err)
+	}
+	wake := make(chan struct{}, 1)
+	disp, err := dispatch.New(dispatch.Config{
+		Store: w.store, DB: w.pool, Node: node,
+		Partitions:   func() []int32 { return w.partitions },
+		Concurrency:  w.cfg.Concurrency,
+		Exec:         w.exec,
+		Wake:         wake,
+		PollInterval: w.cfg.PollInterval,
+		FinishBatch:  w.cfg.FinishBatch,
+		FinishDelay:  w.cfg.FinishDelay,
+		DrainTimeout: w.cfg.DrainTimeout,
+		Logger:       w.logger,
+		Hooks: dispatch.Hooks{
+			Claimed:  w.onClaimed,
+			Finished: w.onFinished,
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("pgsched: %w", err)
+	}
+
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	nodeCtx, nodeStop := context.WithCancel(context.WithoutCancel(ctx))
+	w.mu.Lock()
+	w.node, w.dispatcher, w.cancel, w.nodeStop = node, disp, cancel, nodeStop
+	w.done = make(chan struct{})
+	w.mu.Unlock()
+
+	var wg sync.WaitGroup
+	nodeDone := make(chan struct{})
+	go func() { defer close(nodeDone); _ = node.Run(nodeCtx) }()
+	wg.Add(3)
+	go func() { defer wg.Done(); w.listen(runCtx, wake) }()
+	go func() { defer wg.Done(); w.maintain(runCtx) }()
+	go func() { defer wg.Done(); _ = disp.Run(runCtx) }()
+	go func() {
+		wg.Wait()
+		nodeStop()
+		<-nodeDone
+		close(w.done)
+	}()
+
+	for node.Current() == nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-node.Changed():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	w.logger.Info("worker started", "partitions", len(w.partitions), "concurrency", w.cfg.Concurrency)
+	return nil
+}
+
+// Stop claims nothing more, waits for running tasks (up to DrainTimeout),
+// gives back the rest, records every outcome and deregisters the node so
+// others take over at once. Safe to call twice, and without Start. If ctx
+// ends first, Stop returns its error while the shutdown goes on.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.started || w.done == nil {
+		w.stopped = true
+		w.mu.Unlock()
+		return nil
+	}
+	w.stopped = true
+	cancel, done := w.cancel, w.done
+	w.mu.Unlock()
+	cancel()
+	select {
+	case <-done:
+		w.logger.Info("worker stopped")
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *Worker) onClaimed(job *dispatch.Job) {
+	w.metrics.Claimed.Inc()
+	w.metrics.Running.Inc()
+	if job.Attempt == 1 {
+		w.metrics.Lateness.Observe(max(job.ClaimedAt.Sub(job.ScheduledAt).Seconds(), 0))
+	}
+}
+
+func (w *Worker) onFinished(job *dispatch.Job, res dispatch.Result, ran time.Duration) {
+	w.metrics.Running.Dec()
+	w.metrics.Executed.WithLabelValues(job.Kind, res.Outcome).Inc()
+	w.metrics.Duration.WithLabelValues(job.Kind).Observe(ran.Seconds())
+	switch res.Outcome {
+	case store.OutcomeRetry:
+		w.metrics.Retried.WithLabelValues(job.Kind).Inc()
+	case store.OutcomeDead:
+		w.metrics.Dead.WithLabelValues(job.Kind).Inc()
+		w.logger.Warn("task is dead", "ordering_id", job.OrderingID, "task_id", job.ID, "kind", job.Kind,
+			"attempt", job.Attempt, "error", res.Error)
+	}
+}
+
+func (w *Worker) handlerFor(kind string) (Handler, bool) {
+	if h, ok := w.cfg.Handlers[kind]; ok {
+		return h, true
+	}
+	h, ok := w.cfg.Handlers["*"]
+	return h, ok
+}
+
+// exec runs a job's handler and turns its error into an outcome.
+func (w *Worker) exec(ctx context.Context, dj *dispatch.Job) dispatch.Result {
+	job := &Job{
+		ID: dj.ID, OrderingID: dj.OrderingID, ScheduledAt: dj.ScheduledAt, UniquenessKey: dj.UniquenessKey,
+		Kind: dj.Kind, Payload: dj.Payload, Attempt: dj.Attempt, Partition: dj.Partition,
+	}
+	h, ok := w.handlerFor(job.Kind)
+	policy := w.cfg.Retry
+	if ok && h.Retry != nil {
+		policy = *h.Retry
+	}
+	var err error
+	switch {
+	case !ok:
+		err = fmt.Errorf("%w %q", ErrNoHandler, job.Kind)
+	case h.TxFunc != nil:
+		recorded, txErr := w.execTx(ctx, dj, job, h)
+		if txErr == nil && recorded {
+			return dispatch.Result{Outcome: store.OutcomeCompleted, Recorded: true}
+		}
+		err = txErr
+		if err == nil {
+			// Committed nothing: the task is no longer ours.
+			return dispatch.Result{Outcome: store.OutcomeRelease}
+		}
+	default:
+		err = h.Func(ctx, job)
+	}
+	if err == nil {
+		return dispatch.Result{Outcome: store.OutcomeCompleted}
+	}
+	return w.failure(job, policy, err)
+}
+
+func (w *Worker) failure(job *Job, policy RetryPolicy, err error) dispatch.Result {
+	msg := err.Error()
+	var perm permanentError
+	if errors.As(err, &perm) {
+		return dispatch.Result{Outcome: store.OutcomeDead, Error: msg}
+	}
+	if policy.MaxAttempts > 0 && job.Attempt >= policy.MaxAttempts {
+		return dispatch.Result{Outcome: store.OutcomeDead, Error: fmt.Sprintf("attempt %d of %d: %s", job.Attempt, policy.MaxAttempts, msg)}
+	}
+	delay := policy.Backoff(job.Attempt, rand.Float64())
+	var ra retryAfterError
+	if errors.As(err, &ra) {
+		delay = ra.after
+	}
+	return dispatch.Result{Outcome: store.OutcomeRetry, RetryIn: delay, Error: msg}
+}
+
+// execTx runs a transactional handler and records completion in its
+// transaction. recorded is false when the task was no longer held by this
+// node's term, in which case nothing was committed.
+func (w *Worker) execTx(ctx context.Context, dj *dispatch.Job, job *Job, h Handler) (recorded bool, err error) {
+	tx, err := w.pool.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("beginning handler transaction: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := h.TxFunc(ctx, tx, job); err != nil {
+		return false, err
+	}
+	applied, err := w.store.Finish(ctx, tx, w.cfg.NodeID, dj.Epoch, []store.Outcome{{
+		Partition: dj.Partition, OrderingID: dj.OrderingID, ID: dj.ID, Outcome: store.OutcomeCompleted,
+	}})
+	if err != nil {
+		return false, fmt.Errorf("recording completion: %w", err)
+	}
+	if len(applied) != 1 {
+		w.logger.Warn("transactional handler rolled back: the task is no longer held by this node's term",
+			"ordering_id", dj.OrderingID, "task_id", dj.ID, "epoch", dj.Epoch)
+		return false, nil
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("committing handler transaction: %w", err)
+	}
+	w.onFinished(dj, dispatch.Result{Outcome: store.OutcomeCompleted, Recorded: true}, 0)
+	return true, nil
+}
+
+// listen wakes the dispatcher on NOTIFY from enqueuers, on a connection of
+// its own, reconnecting with backoff.
+func (w *Worker) listen(ctx context.Context, wake chan<- struct{}) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := w.listenOnce(ctx, wake)
+		if ctx.Err() != nil {
+			return
+		}
+		w.logger.Warn("listening for notifications failed; polling until reconnected", "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+func (w *Worker) listenOnce(ctx context.Context, wake chan<- struct{}) error {
+	conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{w.store.NotifyChannel()}.Sanitize()); err != nil {
+		return err
+	}
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// maintain rescues the tasks of nodes whose lease expired, removes nodes
+// gone longer than FlexDown, keeps completion partitions ahead and refreshes
+// cluster gauges.
+func (w *Worker) maintain(ctx context.Context) {
+	tick := time.NewTicker(w.cfg.MaintenanceInterval)
+	defer tick.Stop()
+	lastPartitions := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if w.node.Current() == nil {
+			continue
+		}
+		if n, err := w.store.RescueExpired(ctx, w.pool, nil); err != nil {
+			w.logIf(ctx, "rescuing tasks of expired nodes failed", err)
+		} else if n > 0 {
+			w.metrics.Rescued.Add(float64(n))
+			w.logger.Info("rescued running tasks of expired nodes", "tasks", n)
+		}
+		if gone, err := w.store.NodeDeleteExpired(ctx, w.pool, w.cfg.FlexDown); err != nil {
+			w.logIf(ctx, "removing expired nodes failed", err)
+		} else if len(gone) > 0 {
+			w.logger.Info("node depleted", "nodes", strings.Join(gone, ","))
+		}
+		if active, inactive, err := w.store.NodeCounts(ctx, w.pool); err == nil {
+			w.metrics.NodesActive.Set(float64(active))
+			w.metrics.NodesInactive.Set(float64(inactive))
+		}
+		if time.Since(lastPartitions) > time.Hour {
+			if _, err := w.store.EnsureCompletionPartitions(ctx, w.pool, 3); err != nil {
+				w.logIf(ctx, "maintaining completion partitions failed", err)
+			} else {
+				lastPartitions = time.Now()
+			}
+		}
+	}
+}
+
+func (w *Worker) logIf(ctx context.Context, msg string, err error) {
+	if ctx.Err() == nil {
+		w.logger.Warn(msg, "error", err)
+	}
+}

@@ -1,0 +1,248 @@
+package pgsched_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/pgtest"
+)
+
+// fastConfig has the short intervals tests use; never sleeps, only waits.
+func fastConfig(schema string) pgsched.Config {
+	return pgsched.Config{
+		Schema:              schema,
+		LeaseTTL:            time.Second,
+		PollInterval:        200 * time.Millisecond,
+		MaintenanceInterval: 100 * time.Millisecond,
+		DrainTimeout:        2 * time.Second,
+		Retry:               pgsched.RetryPolicy{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
+	}
+}
+
+func startWorker(t *testing.T, db *pgtest.DB, cfg pgsched.Config) *pgsched.Worker {
+	t.Helper()
+	w, err := pgsched.NewWorker(db.Pool, cfg)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+	return w
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: "+msg, append([]any{within}, args...)...)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestWorkerRunsTasksInOrder(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	var mu sync.Mutex
+	seen := map[string][]string{}
+	var running sync.Map
+	cfg := fastConfig(b.db.Schema)
+	cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
+		if _, loaded := running.LoadOrStore(job.OrderingID, true); loaded {
+			t.Errorf("two tasks of %s at once", job.OrderingID)
+		}
+		defer running.Delete(job.OrderingID)
+		mu.Lock()
+		seen[job.OrderingID] = append(seen[job.OrderingID], job.UniquenessKey)
+		mu.Unlock()
+		return nil
+	})}
+	cfg.Concurrency = 20
+	startWorker(t, b.db, cfg)
+
+	now := time.Now()
+	var tasks []pgsched.Task
+	for i := range 20 {
+		for k := range 30 {
+			tasks = append(tasks, pgsched.Task{OrderingID: fmt.Sprint("o", k), ScheduledAt: now.Add(time.Duration(i) * 10 * time.Millisecond), UniquenessKey: fmt.Sprintf("%03d", i)})
+		}
+	}
+	_, err := b.client.ScheduleMany(context.Background(), tasks)
+	require.NoError(t, err)
+	eventually(t, 20*time.Second, func() bool { return countRows(t, b, "tasks") == 0 }, "all tasks done")
+	mu.Lock()
+	defer mu.Unlock()
+	for k := range 30 {
+		got := seen[fmt.Sprint("o", k)]
+		require.Len(t, got, 20)
+		for i, u := range got {
+			require.Equal(t, fmt.Sprintf("%03d", i), u)
+		}
+	}
+	require.Equal(t, 0, countRows(t, b, "queues"))
+	var done int
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM "+b.db.Schema+".completions").Scan(&done))
+	require.Equal(t, 600, done)
+
+	res, err := b.client.Schedule(context.Background(), tasks[0])
+	require.NoError(t, err)
+	require.Equal(t, pgsched.AlreadyCompleted, res, "never re-run")
+}
+
+func TestRetrySemantics(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	var attempts sync.Map // ordering_id -> *atomic.Int32
+	var lastRun sync.Map  // ordering_id -> []time.Time
+	var mu sync.Mutex
+	count := func(id string) *atomic.Int32 {
+		v, _ := attempts.LoadOrStore(id, &atomic.Int32{})
+		return v.(*atomic.Int32)
+	}
+	cfg := fastConfig(b.db.Schema)
+	cfg.Handlers = map[string]pgsched.Handler{
+		"flaky": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
+			if count(job.OrderingID).Add(1) < 3 {
+				return errors.New("boom")
+			}
+			return nil
+		}),
+		"perm": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
+			count(job.OrderingID).Add(1)
+			return pgsched.Permanent(errors.New("bad request"))
+		}),
+		"limited": {Func: func(ctx context.Context, job *pgsched.Job) error {
+			count(job.OrderingID).Add(1)
+			return errors.New("always")
+		}, Retry: &pgsched.RetryPolicy{MaxAttempts: 3, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}},
+		"after": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
+			mu.Lock()
+			v, _ := lastRun.Load(job.OrderingID)
+			runs, _ := v.([]time.Time)
+			lastRun.Store(job.OrderingID, append(runs, time.Now()))
+			mu.Unlock()
+			if job.Attempt == 1 {
+				return pgsched.RetryAfter(300*time.Millisecond, errors.New("later"))
+			}
+			return nil
+		}),
+		"next": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
+			count(job.OrderingID + "/next").Add(1)
+			return nil
+		}),
+	}
+	startWorker(t, b.db, cfg)
+	now := time.Now()
+	_, err := b.client.ScheduleMany(context.Background(), []pgsched.Task{
+		{OrderingID: "flaky", ScheduledAt: now, Kind: "flaky"},
+		{OrderingID: "perm", ScheduledAt: now, Kind: "perm"},
+		{OrderingID: "perm", ScheduledAt: now.Add(time.Millisecond), Kind: "next"},
+		{OrderingID: "limited", ScheduledAt: now, Kind: "limited"},
+		{OrderingID: "limited", ScheduledAt: now.Add(time.Millisecond), Kind: "next"},
+		{OrderingID: "after", ScheduledAt: now, Kind: "after"},
+		{OrderingID: "nohandler", ScheduledAt: now, Kind: "unknown-kind"},
+	})
+	require.NoError(t, err)
+
+	eventually(t, 10*time.Second, func() bool {
+		return count("flaky").Load() == 3 && count("limited/next").Load() == 1 && count("perm/next").Load() == 1
+	}, "flaky retried to success; dead heads let their ordering_id move on")
+	require.Equal(t, int32(1), count("perm").Load(), "permanent: dead at once")
+	require.Equal(t, int32(3), count("limited").Load(), "max attempts then dead")
+
+	eventually(t, 10*time.Second, func() bool {
+		v, _ := lastRun.Load("after")
+		runs, _ := v.([]time.Time)
+		return len(runs) == 2
+	}, "explicit retry delay")
+	v, _ := lastRun.Load("after")
+	runs := v.([]time.Time)
+	require.GreaterOrEqual(t, runs[1].Sub(runs[0]), 250*time.Millisecond, "retry delay honoured")
+
+	type dead struct {
+		OrderingID string
+		Attempt    int
+		LastError  string
+	}
+	rows, err := b.db.Pool.Query(context.Background(), "SELECT ordering_id, attempt, last_error FROM "+b.db.Schema+".dead_tasks ORDER BY ordering_id")
+	require.NoError(t, err)
+	deads, err := pgx.CollectRows(rows, pgx.RowToStructByPos[dead])
+	require.NoError(t, err)
+	require.Len(t, deads, 2)
+	require.Equal(t, "limited", deads[0].OrderingID)
+	require.Equal(t, 3, deads[0].Attempt)
+	require.Equal(t, "perm", deads[1].OrderingID)
+	require.Contains(t, deads[1].LastError, "bad request")
+
+	// An unknown kind is never dropped: it keeps retrying (the default policy).
+	eventually(t, 10*time.Second, func() bool {
+		var attempt int
+		var lastErr *string
+		err := b.db.Pool.QueryRow(context.Background(), "SELECT attempt, last_error FROM "+b.db.Schema+".tasks WHERE ordering_id = 'nohandler'").Scan(&attempt, &lastErr)
+		return err == nil && attempt >= 2 && lastErr != nil
+	}, "unknown kind retried")
+}
+
+func TestTransactionalHandler(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	_, err := b.db.Pool.Exec(ctx, "CREATE TABLE "+b.db.Schema+".effects (ordering_id text PRIMARY KEY)")
+	require.NoError(t, err)
+	var failOnce atomic.Bool
+	failOnce.Store(true)
+	cfg := fastConfig(b.db.Schema)
+	cfg.Handlers = map[string]pgsched.Handler{"*": {TxFunc: func(ctx context.Context, tx pgx.Tx, job *pgsched.Job) error {
+		if _, err := tx.Exec(ctx, "INSERT INTO "+b.db.Schema+".effects VALUES ($1)", job.OrderingID); err != nil {
+			return err
+		}
+		if failOnce.CompareAndSwap(true, false) {
+			return errors.New("fail after writing: must roll back")
+		}
+		return nil
+	}}}
+	startWorker(t, b.db, cfg)
+	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "tx", ScheduledAt: time.Now()})
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() bool { return countRows(t, b, "tasks") == 0 }, "task done")
+	require.Equal(t, 1, countRows(t, b, "effects"), "the failed run's write rolled back, the retry's committed")
+	require.Equal(t, 1, countRows(t, b, "completions"))
+}
+
+func TestStopIsSafe(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	w, err := pgsched.NewWorker(b.db.Pool, fastConfig(b.db.Schema))
+	require.NoError(t, err)
+	require.NoError(t, w.Stop(context.Background()), "stop without start")
+	require.NoError(t, w.Stop(context.Background()), "twice")
+
+	w = startWorker(t, b.db, fastConfig(b.db.Schema))
+	require.True(t, w.Ready())
+	require.NoError(t, w.Stop(context.Background()))
+	require.NoError(t, w.Stop(context.Background()))
+	require.False(t, w.Ready())
+	require.Equal(t, 0, countRows(t, b, "nodes"), "deregistered")
+}
+
+func TestNewWorkerRejectsBadConfig(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	_, err := pgsched.NewWorker(b.db.Pool, pgsched.Config{Schema: "Bad Schema"})
+	require.ErrorContains(t, err, "invalid schema name")
+	_, err = pgsched.NewWorker(b.db.Pool, pgsched.Config{Concurrency: -1})
+	require.ErrorContains(t, err, "Concurrency")
+	_, err = pgsched.NewWorker(b.db.Pool, pgsched.Config{Handlers: map[string]pgsched.Handler{"x": {}}})
+	require.ErrorContains(t, err, "exactly one")
+}
