@@ -27,7 +27,8 @@ var ErrNoHandler = errors.New("pgsched: no handler for kind")
 // its partitions, runs them with the configured handlers and records the
 // outcomes. Any number of workers may share a schema.
 type Worker struct {
-	pool    *pgxpool.Pool
+	pool    *pgxpool.Pool // the caller's: transactional handlers run here
+	ctl     *pgxpool.Pool // the worker's own control connections
 	cfg     Config
 	store   *store.Store
 	metrics *metrics.Metrics
@@ -109,12 +110,28 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.started = true
 	w.mu.Unlock()
+	var err error
 
-	settings, err := w.store.Settings(ctx, w.pool)
+	// The control plane (lease, claims, outcomes, maintenance) gets a small
+	// pool of its own, so busy handlers on the caller's pool can never starve
+	// lease renewal.
+	ctlCfg := w.pool.Config()
+	ctlCfg.MaxConns, ctlCfg.MinConns = 4, 1
+	w.ctl, err = pgxpool.NewWithConfig(ctx, ctlCfg)
+	if err != nil {
+		return fmt.Errorf("pgsched: opening control connections: %w", err)
+	}
+	started := false
+	defer func() {
+		if !started {
+			w.ctl.Close()
+		}
+	}()
+	settings, err := w.store.Settings(ctx, w.ctl)
 	if err != nil {
 		return fmt.Errorf("pgsched: %w", err)
 	}
-	if _, err := w.store.EnsureCompletionPartitions(ctx, w.pool, 3); err != nil {
+	if _, err := w.store.EnsureCompletionPartitions(ctx, w.ctl, 3); err != nil {
 		return fmt.Errorf("pgsched: preparing completion partitions: %w", err)
 	}
 	w.partitions = make([]int32, settings.PartitionCount)
@@ -125,7 +142,7 @@ func (w *Worker) Start(ctx context.Context) error {
 
 	host, _ := os.Hostname()
 	node, err := lease.NewNode(lease.NodeConfig{
-		ID: w.cfg.NodeID, Store: w.store, DB: w.pool, TTL: w.cfg.LeaseTTL, Host: host, PID: os.Getpid(),
+		ID: w.cfg.NodeID, Store: w.store, DB: w.ctl, TTL: w.cfg.LeaseTTL, Host: host, PID: os.Getpid(),
 		Logger: w.logger,
 		Events: lease.Events{
 			Registered: func(epoch int64) { w.metrics.LeaseEpoch.Set(float64(epoch)) },
@@ -141,7 +158,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	wake := make(chan struct{}, 1)
 	disp, err := dispatch.New(dispatch.Config{
-		Store: w.store, DB: w.pool, Node: node,
+		Store: w.store, DB: w.ctl, Node: node,
 		Partitions:   func() []int32 { return w.partitions },
 		Concurrency:  w.cfg.Concurrency,
 		Exec:         w.exec,
@@ -178,8 +195,10 @@ func (w *Worker) Start(ctx context.Context) error {
 		wg.Wait()
 		nodeStop()
 		<-nodeDone
+		w.ctl.Close()
 		close(w.done)
 	}()
+	started = true
 
 	for node.Current() == nil {
 		select {
@@ -383,23 +402,23 @@ func (w *Worker) maintain(ctx context.Context) {
 		if w.node.Current() == nil {
 			continue
 		}
-		if n, err := w.store.RescueExpired(ctx, w.pool, nil); err != nil {
+		if n, err := w.store.RescueExpired(ctx, w.ctl, nil); err != nil {
 			w.logIf(ctx, "rescuing tasks of expired nodes failed", err)
 		} else if n > 0 {
 			w.metrics.Rescued.Add(float64(n))
 			w.logger.Info("rescued running tasks of expired nodes", "tasks", n)
 		}
-		if gone, err := w.store.NodeDeleteExpired(ctx, w.pool, w.cfg.FlexDown); err != nil {
+		if gone, err := w.store.NodeDeleteExpired(ctx, w.ctl, w.cfg.FlexDown); err != nil {
 			w.logIf(ctx, "removing expired nodes failed", err)
 		} else if len(gone) > 0 {
 			w.logger.Info("node depleted", "nodes", strings.Join(gone, ","))
 		}
-		if active, inactive, err := w.store.NodeCounts(ctx, w.pool); err == nil {
+		if active, inactive, err := w.store.NodeCounts(ctx, w.ctl); err == nil {
 			w.metrics.NodesActive.Set(float64(active))
 			w.metrics.NodesInactive.Set(float64(inactive))
 		}
 		if time.Since(lastPartitions) > time.Hour {
-			if _, err := w.store.EnsureCompletionPartitions(ctx, w.pool, 3); err != nil {
+			if _, err := w.store.EnsureCompletionPartitions(ctx, w.ctl, 3); err != nil {
 				w.logIf(ctx, "maintaining completion partitions failed", err)
 			} else {
 				lastPartitions = time.Now()

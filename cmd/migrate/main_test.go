@@ -47,7 +47,9 @@ func TestConcurrentUpAppliesOnce(t *testing.T) {
 	t.Parallel()
 	url := pgtest.ServerURL(t)
 	schema := pgtest.UniqueName(t, "mig")
-	t.Cleanup(func() { _, _ = pgtest.AdminPool(t).Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
+	t.Cleanup(func() {
+		_, _ = pgtest.AdminPool(t).Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+	})
 
 	var wg sync.WaitGroup
 	outs := make([]bytes.Buffer, 2)
@@ -81,7 +83,9 @@ func TestDownUpRoundTrip(t *testing.T) {
 	t.Parallel()
 	url := pgtest.ServerURL(t)
 	schema := pgtest.UniqueName(t, "mig")
-	t.Cleanup(func() { _, _ = pgtest.AdminPool(t).Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
+	t.Cleanup(func() {
+		_, _ = pgtest.AdminPool(t).Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	env := func(k string) string {

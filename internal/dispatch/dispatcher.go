@@ -188,7 +188,11 @@ func (d *Dispatcher) loop(ctx context.Context) {
 			}
 			for len(due) > 0 && free > 0 {
 				p := due[0].Partition
-				jobs, err := d.cfg.Store.Claim(ctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, p, free)
+				// Never cancel a claim half-way: the server may commit it while
+				// the client gives up, leaving tasks claimed that nobody runs.
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				jobs, err := d.cfg.Store.Claim(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, p, free)
+				cancel()
 				if err != nil {
 					if ctx.Err() == nil {
 						d.cfg.Logger.Warn("claiming failed", "partition", p, "error", err)

@@ -215,4 +215,12 @@ func (n *Node) resign() {
 		return
 	}
 	n.cfg.Logger.Info("node deregistered", "node_id", n.cfg.ID, "epoch", t.Epoch)
+	// Anything still marked running under this node (a straggler whose
+	// outcome could not be written) goes back to its queue now rather than
+	// waiting for a peer's rescue.
+	if k, err := n.cfg.Store.RescueExpired(ctx, n.cfg.DB, []string{n.cfg.ID}); err != nil {
+		n.cfg.Logger.Warn("releasing leftover tasks failed; peers will rescue them", "node_id", n.cfg.ID, "error", err)
+	} else if k > 0 {
+		n.cfg.Logger.Info("released leftover running tasks", "node_id", n.cfg.ID, "tasks", k)
+	}
 }

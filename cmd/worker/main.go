@@ -1,0 +1,315 @@
+// Command worker runs one pgsched node: it claims due tasks and delivers each
+// to the HTTP webhook configured for its kind.
+//
+// With no DATABASE_URL it starts (or reuses) a local PostgreSQL in its data
+// directory, so `go run ./cmd/worker` works on a fresh machine with
+// PostgreSQL's binaries installed. Every flag mirrors an environment
+// variable; run with -h for the list.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/localpg"
+	"github.com/pgsched/pgsched/internal/migrator"
+	"github.com/pgsched/pgsched/internal/webhook"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// A second signal kills at once.
+		<-ctx.Done()
+		stop()
+	}()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	databaseURL   string
+	schema        string
+	nodeID        string
+	httpAddr      string
+	concurrency   int
+	webhooks      string
+	webhookSecret string
+	leaseTTL      time.Duration
+	drainTimeout  time.Duration
+	pollInterval  time.Duration
+	maxAttempts   int
+	dataDir       string
+	migrate       bool
+	logFormat     string
+}
+
+func parse(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	str := func(p *string, name, env, def, usage string) {
+		v := getenv(env)
+		if v == "" {
+			v = def
+		}
+		fs.StringVar(p, name, v, usage+" ("+env+")")
+	}
+	var errs []error
+	dur := func(p *time.Duration, name, env string, def time.Duration, usage string) {
+		v := def
+		if s := getenv(env); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q is not a duration: %w", env, s, err))
+			}
+			v = d
+		}
+		fs.DurationVar(p, name, v, usage+" ("+env+")")
+	}
+	integer := func(p *int, name, env string, def int, usage string) {
+		v := def
+		if s := getenv(env); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q is not a number", env, s))
+			}
+			v = n
+		}
+		fs.IntVar(p, name, v, usage+" ("+env+")")
+	}
+	home, _ := os.UserHomeDir()
+	str(&o.databaseURL, "database-url", "DATABASE_URL", "", "PostgreSQL connection string; empty starts a local server")
+	str(&o.schema, "schema", "PGSCHED_SCHEMA", "pgsched", "schema holding pgsched's tables")
+	str(&o.nodeID, "node-id", "PGSCHED_NODE_ID", "", "this node's id (default host-pid)")
+	str(&o.httpAddr, "http-addr", "PGSCHED_HTTP_ADDR", "127.0.0.1:9090", "address for /metrics, /healthz, /readyz")
+	integer(&o.concurrency, "concurrency", "PGSCHED_CONCURRENCY", 100, "tasks running at once on this node")
+	str(&o.webhooks, "webhooks", "PGSCHED_WEBHOOKS", "", "kind=url pairs, comma-separated; *=url for any kind")
+	str(&o.webhookSecret, "webhook-secret", "PGSCHED_WEBHOOK_SECRET", "", "HMAC-SHA256 key; signature in X-Pgsched-Signature")
+	dur(&o.leaseTTL, "lease-ttl", "PGSCHED_LEASE_TTL", 10*time.Second, "node lease TTL")
+	dur(&o.drainTimeout, "drain-timeout", "PGSCHED_DRAIN_TIMEOUT", 10*time.Second, "on SIGTERM, how long running tasks may finish")
+	dur(&o.pollInterval, "poll-interval", "PGSCHED_POLL_INTERVAL", time.Second, "fallback check for due work")
+	integer(&o.maxAttempts, "max-attempts", "PGSCHED_MAX_ATTEMPTS", 0, "runs before a failing task is dead (0: retry forever)")
+	str(&o.dataDir, "data-dir", "PGSCHED_DATA_DIR", filepath.Join(home, ".local", "share", "pgsched", "postgres"), "local PostgreSQL data directory, used without DATABASE_URL")
+	str(&o.logFormat, "log-format", "PGSCHED_LOG_FORMAT", "text", "text or json")
+	migrate := getenv("PGSCHED_MIGRATE") != "false"
+	fs.BoolVar(&o.migrate, "migrate", migrate, "apply migrations at start (PGSCHED_MIGRATE)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if len(errs) > 0 {
+		return o, errors.Join(errs...)
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.concurrency <= 0 {
+		return o, fmt.Errorf("concurrency must be positive, got %d", o.concurrency)
+	}
+	return o, nil
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	o, err := parse(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	var handler slog.Handler = slog.NewTextHandler(stderr, nil)
+	if o.logFormat == "json" {
+		handler = slog.NewJSONHandler(stderr, nil)
+	}
+	logger := slog.New(handler)
+
+	var routes webhook.Routes
+	if o.webhooks != "" {
+		if routes, err = webhook.ParseRoutes(o.webhooks); err != nil {
+			return fmt.Errorf("PGSCHED_WEBHOOKS: %w", err)
+		}
+	}
+
+	if o.databaseURL == "" {
+		srv, err := localpg.Start(ctx, localpg.Options{DataDir: o.dataDir, Durable: true, Logger: logger})
+		if err != nil {
+			return fmt.Errorf("no DATABASE_URL, and starting a local PostgreSQL failed: %w", err)
+		}
+		defer func() { _ = srv.Stop(context.WithoutCancel(ctx)) }()
+		o.databaseURL = srv.URL()
+		o.migrate = true
+		fmt.Fprintf(stdout, `pgsched: no DATABASE_URL given; using the local PostgreSQL in %s
+  connect:  psql '%s'
+  enqueue:  SELECT %s.schedule('my-order', now() + interval '5 seconds', '', '{"hello":"world"}', 'default');
+  watch:    SELECT * FROM %s.tasks;  SELECT * FROM %s.completions;
+`, o.dataDir, o.databaseURL, o.schema, o.schema, o.schema)
+		if routes.Len() == 0 {
+			fmt.Fprintln(stdout, "  deliver:  no PGSCHED_WEBHOOKS set, so tasks will fail and retry; e.g. PGSCHED_WEBHOOKS='*=http://127.0.0.1:8080/hook'")
+		}
+	}
+	if routes.Len() > 0 {
+		fmt.Fprintf(stdout, "pgsched: delivering tasks by HTTP POST per PGSCHED_WEBHOOKS=%s\n", o.webhooks)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var worker atomic.Pointer[pgsched.Worker]
+	httpSrv, err := serveHTTP(o.httpAddr, reg, func() bool { w := worker.Load(); return w != nil && w.Ready() })
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = httpSrv.Shutdown(sctx)
+	}()
+	logger.Info("http listening", "addr", o.httpAddr)
+
+	pool, err := connect(ctx, o, logger)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	var exec *webhook.Executor
+	if routes.Len() > 0 {
+		if exec, err = webhook.New(webhook.Config{Routes: routes, Secret: []byte(o.webhookSecret)}); err != nil {
+			return err
+		}
+	}
+	cfg := pgsched.Config{
+		Schema:       o.schema,
+		NodeID:       o.nodeID,
+		Concurrency:  o.concurrency,
+		LeaseTTL:     o.leaseTTL,
+		PollInterval: o.pollInterval,
+		DrainTimeout: o.drainTimeout,
+		Retry:        pgsched.RetryPolicy{MaxAttempts: o.maxAttempts},
+		Logger:       logger,
+		Registerer:   reg,
+		Handlers:     map[string]pgsched.Handler{"*": pgsched.HandlerFunc(deliver(exec))},
+	}
+	w, err := pgsched.NewWorker(pool, cfg)
+	if err != nil {
+		return err
+	}
+	for {
+		err := w.Start(ctx)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		logger.Warn("starting worker failed; retrying", "error", err)
+		if !sleep(ctx, 2*time.Second) {
+			return nil
+		}
+	}
+	worker.Store(w)
+	<-ctx.Done()
+	logger.Info("stopping: draining running tasks", "drain_timeout", o.drainTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), o.drainTimeout+10*time.Second)
+	defer cancel()
+	return w.Stop(sctx)
+}
+
+// connect opens the pool and applies migrations, retrying with backoff while
+// the database is unreachable.
+func connect(ctx context.Context, o options, logger *slog.Logger) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(o.databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	cfg.MaxConns = max(cfg.MaxConns, 8)
+	backoff := 500 * time.Millisecond
+	for {
+		err := func() error {
+			if o.migrate {
+				if err := migrator.Up(ctx, o.databaseURL, migrator.Options{Schema: o.schema, Logger: logger}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+		if err == nil {
+			pool, err := pgxpool.NewWithConfig(ctx, cfg)
+			if err == nil {
+				return pool, nil
+			}
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		logger.Warn("database not ready; retrying", "error", err, "in", backoff)
+		if !sleep(ctx, backoff) {
+			return nil, ctx.Err()
+		}
+		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func deliver(exec *webhook.Executor) func(ctx context.Context, job *pgsched.Job) error {
+	return func(ctx context.Context, job *pgsched.Job) error {
+		if exec == nil {
+			return fmt.Errorf("no webhook configured for kind %q: set PGSCHED_WEBHOOKS", job.Kind)
+		}
+		err := exec.Deliver(ctx, webhook.Task{
+			OrderingID: job.OrderingID, ScheduledAt: job.ScheduledAt, UniquenessKey: job.UniquenessKey,
+			Kind: job.Kind, Payload: job.Payload, Attempt: job.Attempt,
+		})
+		if err != nil && webhook.IsPermanent(err) {
+			return pgsched.Permanent(err)
+		}
+		return err
+	}
+}
+
+func serveHTTP(addr string, reg *prometheus.Registry, ready func() bool) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "not ready: no live lease (database unreachable or starting)", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = io.WriteString(w, "ready\n")
+	})
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("PGSCHED_HTTP_ADDR %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, nil
+}
