@@ -131,12 +131,13 @@ func startChild(t *testing.T, db *pgtest.DB, node string, sleep time.Duration, c
 	go func() {
 		buf := make([]byte, 4096)
 		var seen string
+		signal := started
 		for {
 			n, err := out.Read(buf)
 			seen += string(buf[:n])
-			if started != nil && strings.Contains(seen, "STARTED") {
-				close(started)
-				started = nil
+			if signal != nil && strings.Contains(seen, "STARTED") {
+				close(signal)
+				signal = nil
 			}
 			if err != nil {
 				return
@@ -150,7 +151,6 @@ func startChild(t *testing.T, db *pgtest.DB, node string, sleep time.Duration, c
 	}
 	return c
 }
-
 
 func createExecLog(t *testing.T, db *pgtest.DB) {
 	t.Helper()

@@ -49,20 +49,21 @@ func main() {
 }
 
 type options struct {
-	databaseURL   string
-	schema        string
-	nodeID        string
-	httpAddr      string
-	concurrency   int
-	webhooks      string
-	webhookSecret string
-	leaseTTL      time.Duration
-	drainTimeout  time.Duration
-	pollInterval  time.Duration
-	maxAttempts   int
-	dataDir       string
-	migrate       bool
-	logFormat     string
+	databaseURL    string
+	schema         string
+	nodeID         string
+	httpAddr       string
+	concurrency    int
+	webhooks       string
+	webhookSecret  string
+	webhookTimeout time.Duration
+	leaseTTL       time.Duration
+	drainTimeout   time.Duration
+	pollInterval   time.Duration
+	maxAttempts    int
+	dataDir        string
+	migrate        bool
+	logFormat      string
 }
 
 func parse(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
@@ -107,6 +108,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	integer(&o.concurrency, "concurrency", "PGSCHED_CONCURRENCY", 100, "tasks running at once on this node")
 	str(&o.webhooks, "webhooks", "PGSCHED_WEBHOOKS", "", "kind=url pairs, comma-separated; *=url for any kind")
 	str(&o.webhookSecret, "webhook-secret", "PGSCHED_WEBHOOK_SECRET", "", "HMAC-SHA256 key; signature in X-Pgsched-Signature")
+	dur(&o.webhookTimeout, "webhook-timeout", "PGSCHED_WEBHOOK_TIMEOUT", 30*time.Second, "per-request webhook timeout; a timeout retries")
 	dur(&o.leaseTTL, "lease-ttl", "PGSCHED_LEASE_TTL", 10*time.Second, "node lease TTL")
 	dur(&o.drainTimeout, "drain-timeout", "PGSCHED_DRAIN_TIMEOUT", 10*time.Second, "on SIGTERM, how long running tasks may finish")
 	dur(&o.pollInterval, "poll-interval", "PGSCHED_POLL_INTERVAL", time.Second, "fallback check for due work")
@@ -191,7 +193,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	var exec *webhook.Executor
 	if routes.Len() > 0 {
-		if exec, err = webhook.New(webhook.Config{Routes: routes, Secret: []byte(o.webhookSecret)}); err != nil {
+		if exec, err = webhook.New(webhook.Config{Routes: routes, Secret: []byte(o.webhookSecret), Timeout: o.webhookTimeout}); err != nil {
 			return err
 		}
 	}

@@ -114,18 +114,21 @@ WITH me AS (
     LIMIT $4::integer
     FOR UPDATE SKIP LOCKED
 ), h AS (
-    SELECT hd.id, hd.ordering_id FROM q
+    SELECT hd.id, hd.ordering_id, hd.scheduled_at, hd.uniqueness_key FROM q
     CROSS JOIN LATERAL (
-        SELECT t.id, t.ordering_id FROM pgsched.tasks t
-        WHERE t.partition_id = q.partition_id AND t.ordering_id = q.ordering_id
+        SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key FROM pgsched.tasks t
+        WHERE t.partition_id = $3::integer AND t.ordering_id = q.ordering_id
         ORDER BY t.scheduled_at, t.id LIMIT 1
     ) hd
 ), claimed AS (
+    -- Joined on the whole primary key, so each head is one index probe
+    -- whatever the planner believes about the table's size.
     UPDATE pgsched.tasks t
     SET state = 'running', node_id = $1::text, epoch = $2::bigint,
         attempt = t.attempt + 1, claimed_at = now()
     FROM h
-    WHERE t.partition_id = $3::integer AND t.ordering_id = h.ordering_id AND t.id = h.id
+    WHERE t.partition_id = $3::integer AND t.ordering_id = h.ordering_id
+      AND t.scheduled_at = h.scheduled_at AND t.uniqueness_key = h.uniqueness_key AND t.id = h.id
       AND t.state = 'pending' AND t.run_at <= now()
     RETURNING t.partition_id, t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload,
               t.attempt, t.run_at, t.claimed_at

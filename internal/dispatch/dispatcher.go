@@ -167,6 +167,11 @@ func (d *Dispatcher) loop(ctx context.Context) {
 		}
 		wait := d.cfg.PollInterval
 		free := d.cfg.Concurrency - d.Inflight()
+		// Every claim is a commit: while handlers are still busy, wait for a
+		// quarter of the slots to free up rather than claim one at a time.
+		if d.Inflight() > 0 && free < max(1, d.cfg.Concurrency/4) {
+			free = 0
+		}
 		if free > 0 {
 			if len(due) == 0 {
 				next, err := d.cfg.Store.NextDue(ctx, d.cfg.DB, d.cfg.Partitions())
