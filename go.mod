@@ -1,6 +1,6 @@
 module github.com/pgsched/pgsched
 
-go 1.26.8
+go 1.26.0
 
 require (
 	dario.cat/mergo v1.0.2 // indirect

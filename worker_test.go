@@ -246,3 +246,63 @@ func TestNewWorkerRejectsBadConfig(t *testing.T) {
 	_, err = pgsched.NewWorker(b.db.Pool, pgsched.Config{Handlers: map[string]pgsched.Handler{"x": {}}})
 	require.ErrorContains(t, err, "exactly one")
 }
+
+// TestIsolation: one ordering_id whose handler always fails and one whose
+// handler runs for 20 s block only themselves: every other ordering_id
+// completes while the slow one is still running and the failing one keeps
+// retrying.
+func TestIsolation(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	slowDone := make(chan struct{})
+	var failures atomic.Int32
+	cfg := fastConfig(b.db.Schema)
+	cfg.Concurrency = 10
+	cfg.DrainTimeout = 100 * time.Millisecond
+	cfg.Handlers = map[string]pgsched.Handler{
+		"fail": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error {
+			failures.Add(1)
+			return errors.New("always")
+		}),
+		"slow": pgsched.HandlerFunc(func(ctx context.Context, _ *pgsched.Job) error {
+			defer close(slowDone)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Second):
+				return nil
+			}
+		}),
+		"*": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil }),
+	}
+	startWorker(t, b.db, cfg)
+	now := time.Now()
+	var tasks []pgsched.Task
+	for s := range 10 {
+		at := now.Add(time.Duration(s) * time.Millisecond)
+		tasks = append(tasks,
+			pgsched.Task{OrderingID: "bad-fail", ScheduledAt: at, Kind: "fail"},
+			pgsched.Task{OrderingID: "bad-slow", ScheduledAt: at, Kind: "slow"})
+		for i := range 100 {
+			tasks = append(tasks, pgsched.Task{OrderingID: fmt.Sprint("good-", i), ScheduledAt: at})
+		}
+	}
+	_, err := b.client.ScheduleMany(context.Background(), tasks)
+	require.NoError(t, err)
+	eventually(t, 15*time.Second, func() bool {
+		var left int
+		require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+			"SELECT count(*) FROM "+b.db.Schema+".tasks WHERE ordering_id LIKE 'good-%'").Scan(&left))
+		return left == 0
+	}, "every other ordering_id completed")
+	select {
+	case <-slowDone:
+		t.Fatal("the good ordering_ids waited for the slow one")
+	default:
+	}
+	require.GreaterOrEqual(t, failures.Load(), int32(2), "the failing head keeps retrying")
+	var badLeft int
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM "+b.db.Schema+".tasks WHERE ordering_id LIKE 'bad-%'").Scan(&badLeft))
+	require.Equal(t, 20, badLeft, "the bad ordering_ids hold their own tasks back, in order")
+}
