@@ -78,7 +78,7 @@ func run(ctx context.Context) error {
 	}
 	all := []workload{
 		{"enqueue", "single Schedule, tasks/s", b.enqueueSingle},
-		{"enqueue", "ScheduleMany 10k/call, tasks/s", b.enqueueBatch},
+		{"enqueue", "ScheduleMany 10k/call x 4 callers, tasks/s", b.enqueueBatch},
 		{"burn-own", fmt.Sprintf("burn-down %d, own ordering_id, tasks/s", b.n), b.burnOwn},
 		{"burn-ordered", fmt.Sprintf("burn-down 1000 ids x %d, in order, tasks/s", b.n/1000), b.burnOrdered},
 		{"lateness", fmt.Sprintf("lateness p50 at %d/s, ms", b.rate), b.latenessP(50)},
@@ -176,9 +176,11 @@ func tasksFor(n, ids int, at time.Time) []pgsched.Task {
 	return tasks
 }
 
+var batchSize = 10_000
+
 func enqueueAll(ctx context.Context, c *pgsched.Client, tasks []pgsched.Task) error {
 	for len(tasks) > 0 {
-		k := min(len(tasks), 10_000)
+		k := min(len(tasks), batchSize)
 		if _, err := c.ScheduleMany(ctx, tasks[:k]); err != nil {
 			return err
 		}
@@ -193,10 +195,23 @@ func (b *bench) enqueueBatch(ctx context.Context) (float64, error) {
 		return 0, err
 	}
 	defer cleanup()
+	// Four callers at once, each sending 10k-task batches: what a fleet of
+	// producers achieves, as the peers' batched-insert figures measure.
 	tasks := tasksFor(b.n, 0, time.Now().Add(time.Hour))
+	const callers = 4
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
 	start := time.Now()
-	if err := enqueueAll(ctx, c, tasks); err != nil {
-		return 0, err
+	for i := range callers {
+		part := tasks[i*len(tasks)/callers : (i+1)*len(tasks)/callers]
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = enqueueAll(ctx, c, part) }()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
 	}
 	return float64(len(tasks)) / time.Since(start).Seconds(), nil
 }
