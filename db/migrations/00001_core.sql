@@ -440,6 +440,32 @@ $$;
 -- +goose StatementEnd
 
 
+-- advance_queues moves the given ordering queues, whose running task just
+-- finished or was given back, on to their next head (or removes them when
+-- they have no task left). The caller holds the queue row locks.
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.advance_queues(partition_ids integer[], ordering_ids text[])
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE pgsched.queues q
+    SET running = false, head_scheduled_at = h.scheduled_at, next_at = h.run_at
+    FROM unnest(partition_ids, ordering_ids) AS a(p, o)
+    CROSS JOIN LATERAL (
+        SELECT t.scheduled_at, t.run_at FROM pgsched.tasks t
+        WHERE t.partition_id = a.p AND t.ordering_id = a.o
+        ORDER BY t.scheduled_at, t.id LIMIT 1
+    ) h
+    WHERE q.partition_id = a.p AND q.ordering_id = a.o;
+
+    DELETE FROM pgsched.queues q
+    USING unnest(partition_ids, ordering_ids) AS a(p, o)
+    WHERE q.partition_id = a.p AND q.ordering_id = a.o
+      AND NOT EXISTS (SELECT 1 FROM pgsched.tasks t WHERE t.partition_id = a.p AND t.ordering_id = a.o);
+END
+$$;
+-- +goose StatementEnd
+
 -- finish_tasks records what happened to running tasks, in one batch:
 -- outcome 'completed' deletes the task and writes its tombstone, 'dead' moves
 -- it to dead_tasks, 'retry' makes it pending again retry_delay seconds from
@@ -510,21 +536,7 @@ BEGIN
         RETURN '{}';
     END IF;
 
-    -- The queues move on to their next head, or go when empty.
-    UPDATE pgsched.queues q
-    SET running = false, head_scheduled_at = h.scheduled_at, next_at = h.run_at
-    FROM unnest(applied_p, applied_o) AS a(p, o)
-    CROSS JOIN LATERAL (
-        SELECT t.scheduled_at, t.run_at FROM pgsched.tasks t
-        WHERE t.partition_id = a.p AND t.ordering_id = a.o
-        ORDER BY t.scheduled_at, t.id LIMIT 1
-    ) h
-    WHERE q.partition_id = a.p AND q.ordering_id = a.o;
-
-    DELETE FROM pgsched.queues q
-    USING unnest(applied_p, applied_o) AS a(p, o)
-    WHERE q.partition_id = a.p AND q.ordering_id = a.o
-      AND NOT EXISTS (SELECT 1 FROM pgsched.tasks t WHERE t.partition_id = a.p AND t.ordering_id = a.o);
+    PERFORM pgsched.advance_queues(applied_p, applied_o);
 
     RETURN applied_id;
 END
@@ -577,15 +589,7 @@ BEGIN
         RETURN 0;
     END IF;
 
-    UPDATE pgsched.queues q
-    SET running = false, head_scheduled_at = h.scheduled_at, next_at = h.run_at
-    FROM unnest(lost_p, lost_o) AS a(p, o)
-    CROSS JOIN LATERAL (
-        SELECT t.scheduled_at, t.run_at FROM pgsched.tasks t
-        WHERE t.partition_id = a.p AND t.ordering_id = a.o
-        ORDER BY t.scheduled_at, t.id LIMIT 1
-    ) h
-    WHERE q.partition_id = a.p AND q.ordering_id = a.o;
+    PERFORM pgsched.advance_queues(lost_p, lost_o);
     PERFORM pg_notify('pgsched.due', '');
     RETURN n;
 END
@@ -594,7 +598,7 @@ $$;
 
 -- +goose Down
 -- The schema itself stays: goose keeps its version table there.
-DROP FUNCTION pgsched.rescue_expired, pgsched.finish_tasks, pgsched.reschedule, pgsched.cancel,
+DROP FUNCTION pgsched.rescue_expired, pgsched.finish_tasks, pgsched.advance_queues, pgsched.reschedule, pgsched.cancel,
     pgsched.schedule, pgsched.schedule_many, pgsched.refresh_queue, pgsched.ensure_completion_partitions,
     pgsched.partition_of;
 DROP TABLE pgsched.nodes, pgsched.dead_tasks, pgsched.completions, pgsched.queues, pgsched.tasks, pgsched.settings;
