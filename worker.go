@@ -393,6 +393,7 @@ func (w *Worker) maintain(ctx context.Context) {
 	tick := time.NewTicker(w.cfg.MaintenanceInterval)
 	defer tick.Stop()
 	lastPartitions := time.Now()
+	ticks := 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -416,6 +417,12 @@ func (w *Worker) maintain(ctx context.Context) {
 		if active, inactive, err := w.store.NodeCounts(ctx, w.ctl); err == nil {
 			w.metrics.NodesActive.Set(float64(active))
 			w.metrics.NodesInactive.Set(float64(inactive))
+		}
+		// Counting pending tasks scans them: sample it every tenth round.
+		if ticks++; ticks%10 == 1 {
+			if n, err := w.store.CountPending(ctx, w.ctl); err == nil {
+				w.metrics.Pending.Set(float64(n))
+			}
 		}
 		if time.Since(lastPartitions) > time.Hour {
 			if _, err := w.store.EnsureCompletionPartitions(ctx, w.ctl, 3); err != nil {
