@@ -80,8 +80,8 @@ func viaPsql(t *testing.T, b clientBundle, task pgsched.Task) (pgsched.Result, e
 
 func sqlQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// runTask claims and completes (or only claims) the head task of
-// orderingID, as a worker would.
+// claimTask claims the head task of orderingID as a worker would;
+// completeTask also records its completion.
 func claimTask(t *testing.T, b clientBundle, orderingID string) (store.Claimed, int64) {
 	t.Helper()
 	ctx := context.Background()

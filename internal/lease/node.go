@@ -88,9 +88,6 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 // ID is the node's id.
 func (n *Node) ID() string { return n.cfg.ID }
 
-// TTL is the lease TTL.
-func (n *Node) TTL() time.Duration { return n.cfg.TTL }
-
 // Current returns the live term, or nil while the node holds no lease.
 func (n *Node) Current() *Term {
 	n.mu.Lock()

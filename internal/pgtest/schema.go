@@ -2,7 +2,6 @@ package pgtest
 
 import (
 	"context"
-	"net/url"
 	"testing"
 	"time"
 
@@ -63,19 +62,4 @@ func NewSchema(tb testing.TB, opts SchemaOptions) *DB {
 	}
 	tb.Cleanup(pool.Close)
 	return &DB{URL: base, Schema: schema, Pool: pool}
-}
-
-// WithParams returns URL with extra connection parameters, e.g. for child
-// processes that must find the schema.
-func WithParams(rawURL string, params map[string]string) string {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return rawURL
-	}
-	q := u.Query()
-	for k, v := range params {
-		q.Set(k, v)
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
 }

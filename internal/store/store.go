@@ -50,9 +50,6 @@ func New(schema string) (*Store, error) {
 // Schema is the schema this store works in.
 func (s *Store) Schema() string { return s.rw.Schema() }
 
-// SQL rewrites a statement written against the default schema.
-func (s *Store) SQL(sql string) string { return s.rw.SQL(sql) }
-
 // NotifyChannel is the LISTEN/NOTIFY channel announcing newly due work.
 func (s *Store) NotifyChannel() string { return s.rw.Schema() + ".due" }
 
