@@ -41,18 +41,21 @@ func (s *Serializer) Submit(key string, fn func()) {
 func (s *Serializer) run(key string, fn func()) {
 	for {
 		fn()
-		s.wg.Done()
+		// Done only after the lane's bookkeeping, so that once Wait returns
+		// every lane is idle (Busy reports 0).
 		s.mu.Lock()
 		q := s.waiting[key]
 		if len(q) == 0 {
 			delete(s.waiting, key)
 			s.mu.Unlock()
+			s.wg.Done()
 			return
 		}
 		fn = q[0]
 		q[0] = nil
 		s.waiting[key] = q[1:]
 		s.mu.Unlock()
+		s.wg.Done()
 	}
 }
 
