@@ -31,14 +31,21 @@ type Config struct {
 	// PollInterval is the fallback check for due work when no notification
 	// or timer fires. Defaults to 1s.
 	PollInterval time.Duration
-	// MaintenanceInterval is how often the node rescues tasks of dead nodes
-	// and refreshes cluster gauges. Defaults to LeaseTTL/4.
+	// MaintenanceInterval is how often the node refreshes its cluster and
+	// pending gauges. Defaults to LeaseTTL/4.
 	MaintenanceInterval time.Duration
+	// ClusterInterval is how often a node re-reads its partition duties,
+	// competes for (or renews) the leader lease and, when leading, plans
+	// partitions and backups. Notifications make most changes travel
+	// faster; a stand-in also looks again the moment the lease of a node it
+	// backs up would run out. Defaults to min(LeaseTTL/3, 1s).
+	ClusterInterval time.Duration
 	// DrainTimeout is how long Stop waits for running handlers before
 	// cancelling them and giving their tasks back. Defaults to 10s.
 	DrainTimeout time.Duration
-	// FlexDown is how long a node may stay expired before its row is
-	// removed. Defaults to 60s.
+	// FlexDown is how long a node may stay down (its backup standing in)
+	// before the leader gives its partitions to live nodes and removes its
+	// row. Defaults to 60s.
 	FlexDown time.Duration
 	// FinishBatch and FinishDelay tune outcome batching. Default 1000 and 1ms.
 	FinishBatch int

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,8 +41,9 @@ type Worker struct {
 	done     chan struct{}
 
 	node       *lease.Node
+	leader     *lease.Leader
+	duties     *lease.Duties
 	dispatcher *dispatch.Dispatcher
-	partitions []int32
 }
 
 // NewWorker validates cfg and returns a Worker; Start runs it.
@@ -76,6 +76,9 @@ func NewWorker(pool *pgxpool.Pool, cfg Config) (*Worker, error) {
 	}
 	if cfg.FlexDown <= 0 {
 		cfg.FlexDown = time.Minute
+	}
+	if cfg.ClusterInterval <= 0 {
+		cfg.ClusterInterval = min(cfg.LeaseTTL/3, time.Second)
 	}
 	for kind, h := range cfg.Handlers {
 		if (h.Func == nil) == (h.TxFunc == nil) {
@@ -117,6 +120,14 @@ func (w *Worker) Start(ctx context.Context) error {
 	// lease renewal.
 	ctlCfg := w.pool.Config()
 	ctlCfg.MaxConns, ctlCfg.MinConns = 4, 1
+	// Every control statement is a short index-driven one; JIT compiling
+	// costs far more (hundreds of ms) than it could save, and the planner
+	// would reach for it whenever its estimates for small or fresh tables
+	// run high.
+	if ctlCfg.ConnConfig.RuntimeParams == nil {
+		ctlCfg.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	ctlCfg.ConnConfig.RuntimeParams["jit"] = "off"
 	w.ctl, err = pgxpool.NewWithConfig(ctx, ctlCfg)
 	if err != nil {
 		return fmt.Errorf("pgsched: opening control connections: %w", err)
@@ -134,11 +145,6 @@ func (w *Worker) Start(ctx context.Context) error {
 	if _, err := w.store.EnsureCompletionPartitions(ctx, w.ctl, 3); err != nil {
 		return fmt.Errorf("pgsched: preparing completion partitions: %w", err)
 	}
-	w.partitions = make([]int32, settings.PartitionCount)
-	for i := range w.partitions {
-		w.partitions[i] = int32(i)
-	}
-	w.metrics.Partitions.Set(float64(len(w.partitions)))
 
 	host, _ := os.Hostname()
 	node, err := lease.NewNode(lease.NodeConfig{
@@ -157,9 +163,51 @@ func (w *Worker) Start(ctx context.Context) error {
 		return fmt.Errorf("pgsched: %w", err)
 	}
 	wake := make(chan struct{}, 1)
+	dutiesWake := make(chan struct{}, 1)
+	leaderWake := make(chan struct{}, 1)
+	duties, err := lease.NewDuties(lease.DutiesConfig{
+		Node: node, Store: w.store, DB: w.ctl, Interval: w.cfg.ClusterInterval, Wake: dutiesWake,
+		OnChange: func() { poke(wake) },
+		OnRescue: func(n int) { w.metrics.Rescued.Add(float64(n)) },
+		OnState: func(s lease.DutiesState) {
+			w.metrics.Partitions.Set(float64(s.Owned))
+			w.metrics.PartitionsServed.Set(float64(s.Served))
+			w.metrics.StandInsActive.Set(float64(len(s.StandIns)))
+			w.metrics.BackupAssignments.Set(float64(s.BackupOf))
+		},
+		Logger: w.logger,
+	})
+	if err != nil {
+		return fmt.Errorf("pgsched: %w", err)
+	}
+	planner, err := lease.NewPlanner(lease.PlannerConfig{
+		Store: w.store, DB: w.ctl, FlexDown: w.cfg.FlexDown, Logger: w.logger,
+		Events: lease.PlanEvents{
+			Depleted: func(nodes []string) { w.metrics.NodesDepleted.Add(float64(len(nodes))) },
+			Rescued:  func(n int) { w.metrics.Rescued.Add(float64(n)) },
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("pgsched: %w", err)
+	}
+	leader, err := lease.NewLeader(lease.LeaderConfig{
+		Node: node, Store: w.store, DB: w.ctl, TTL: w.cfg.LeaseTTL, Interval: w.cfg.ClusterInterval, Wake: leaderWake,
+		Round: planner.Round, Logger: w.logger,
+		Events: lease.LeaderEvents{
+			Won: func(int64) {
+				w.metrics.LeaderCurrent.Set(1)
+				w.metrics.LeaderClaimed.Inc()
+			},
+			Refreshed: func(int64) { w.metrics.LeaderRefreshed.Inc() },
+			Lost:      func(int64, string) { w.metrics.LeaderCurrent.Set(0) },
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("pgsched: %w", err)
+	}
 	disp, err := dispatch.New(dispatch.Config{
 		Store: w.store, DB: w.ctl, Node: node,
-		Partitions:   func() []int32 { return w.partitions },
+		Partitions:   duties.Partitions,
 		Concurrency:  w.cfg.Concurrency,
 		Exec:         w.exec,
 		Wake:         wake,
@@ -180,15 +228,17 @@ func (w *Worker) Start(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	nodeCtx, nodeStop := context.WithCancel(context.WithoutCancel(ctx))
 	w.mu.Lock()
-	w.node, w.dispatcher, w.cancel, w.nodeStop = node, disp, cancel, nodeStop
+	w.node, w.leader, w.duties, w.dispatcher, w.cancel, w.nodeStop = node, leader, duties, disp, cancel, nodeStop
 	w.done = make(chan struct{})
 	w.mu.Unlock()
 
 	var wg sync.WaitGroup
 	nodeDone := make(chan struct{})
 	go func() { defer close(nodeDone); _ = node.Run(nodeCtx) }()
-	wg.Add(3)
-	go func() { defer wg.Done(); w.listen(runCtx, wake) }()
+	wg.Add(5)
+	go func() { defer wg.Done(); _ = leader.Run(runCtx) }()
+	go func() { defer wg.Done(); _ = duties.Run(runCtx) }()
+	go func() { defer wg.Done(); w.listen(runCtx, wake, dutiesWake, leaderWake) }()
 	go func() { defer wg.Done(); w.maintain(runCtx) }()
 	go func() { defer wg.Done(); _ = disp.Run(runCtx) }()
 	go func() {
@@ -208,7 +258,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	w.logger.Info("worker started", "partitions", len(w.partitions), "concurrency", w.cfg.Concurrency)
+	w.logger.Info("worker started", "partitions", settings.PartitionCount, "concurrency", w.cfg.Concurrency)
 	return nil
 }
 
@@ -347,12 +397,13 @@ func (w *Worker) execTx(ctx context.Context, dj *dispatch.Job, job *Job, h Handl
 	return true, nil
 }
 
-// listen wakes the dispatcher on NOTIFY from enqueuers, on a connection of
-// its own, reconnecting with backoff.
-func (w *Worker) listen(ctx context.Context, wake chan<- struct{}) {
+// listen wakes the dispatcher on NOTIFY from enqueuers, and the duties
+// watcher and leader on cluster changes, on a connection of its own,
+// reconnecting with backoff.
+func (w *Worker) listen(ctx context.Context, due, duties, leader chan<- struct{}) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := w.listenOnce(ctx, wake)
+		err := w.listenOnce(ctx, due, duties, leader)
 		if ctx.Err() != nil {
 			return
 		}
@@ -366,33 +417,51 @@ func (w *Worker) listen(ctx context.Context, wake chan<- struct{}) {
 	}
 }
 
-func (w *Worker) listenOnce(ctx context.Context, wake chan<- struct{}) error {
+func (w *Worker) listenOnce(ctx context.Context, due, duties, leader chan<- struct{}) error {
 	conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{w.store.NotifyChannel()}.Sanitize()); err != nil {
-		return err
-	}
-	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+	assign := w.store.AssignChannel()
+	for _, ch := range []string{w.store.NotifyChannel(), assign} {
+		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return err
 		}
-		select {
-		case wake <- struct{}{}:
-		default:
+	}
+	// Whatever happened while not listening: look now.
+	poke(duties)
+	poke(leader)
+	poke(due)
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
 		}
+		if n.Channel == assign {
+			poke(duties)
+			poke(leader)
+			continue
+		}
+		poke(due)
 	}
 }
 
-// maintain rescues the tasks of nodes whose lease expired, removes nodes
-// gone longer than FlexDown, keeps completion partitions ahead and refreshes
-// cluster gauges.
+// poke sends on a wake-up channel without blocking: one pending wake-up is
+// enough.
+func poke(ch chan<- struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// maintain refreshes the cluster and pending gauges. Rescues, depletion
+// and completion partitions are the leader's and the stand-ins' work
+// (internal/lease).
 func (w *Worker) maintain(ctx context.Context) {
 	tick := time.NewTicker(w.cfg.MaintenanceInterval)
 	defer tick.Stop()
-	lastPartitions := time.Now()
 	ticks := 0
 	for {
 		select {
@@ -402,17 +471,6 @@ func (w *Worker) maintain(ctx context.Context) {
 		}
 		if w.node.Current() == nil {
 			continue
-		}
-		if n, err := w.store.RescueExpired(ctx, w.ctl, nil); err != nil {
-			w.logIf(ctx, "rescuing tasks of expired nodes failed", err)
-		} else if n > 0 {
-			w.metrics.Rescued.Add(float64(n))
-			w.logger.Info("rescued running tasks of expired nodes", "tasks", n)
-		}
-		if gone, err := w.store.NodeDeleteExpired(ctx, w.ctl, w.cfg.FlexDown); err != nil {
-			w.logIf(ctx, "removing expired nodes failed", err)
-		} else if len(gone) > 0 {
-			w.logger.Info("node depleted", "nodes", strings.Join(gone, ","))
 		}
 		if active, inactive, err := w.store.NodeCounts(ctx, w.ctl); err == nil {
 			w.metrics.NodesActive.Set(float64(active))
@@ -424,18 +482,5 @@ func (w *Worker) maintain(ctx context.Context) {
 				w.metrics.Pending.Set(float64(n))
 			}
 		}
-		if time.Since(lastPartitions) > time.Hour {
-			if _, err := w.store.EnsureCompletionPartitions(ctx, w.ctl, 3); err != nil {
-				w.logIf(ctx, "maintaining completion partitions failed", err)
-			} else {
-				lastPartitions = time.Now()
-			}
-		}
-	}
-}
-
-func (w *Worker) logIf(ctx context.Context, msg string, err error) {
-	if ctx.Err() == nil {
-		w.logger.Warn(msg, "error", err)
 	}
 }

@@ -23,6 +23,7 @@ func fastConfig(schema string) pgsched.Config {
 		LeaseTTL:            time.Second,
 		PollInterval:        200 * time.Millisecond,
 		MaintenanceInterval: 100 * time.Millisecond,
+		ClusterInterval:     100 * time.Millisecond,
 		DrainTimeout:        2 * time.Second,
 		Retry:               pgsched.RetryPolicy{MinBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond},
 	}

@@ -19,14 +19,6 @@ RETURNING n.lease_expires_at;
 -- name: NodeDeregister :exec
 DELETE FROM pgsched.nodes n WHERE n.node_id = sqlc.arg(node_id)::text AND n.epoch = sqlc.arg(epoch)::bigint;
 
--- NodeDeleteExpired removes nodes whose lease expired longer ago than the
--- given age and that hold no running task.
--- name: NodeDeleteExpired :many
-DELETE FROM pgsched.nodes n
-WHERE n.lease_expires_at < now() - make_interval(secs => sqlc.arg(older_than_seconds)::float8)
-  AND NOT EXISTS (SELECT 1 FROM pgsched.tasks t WHERE t.state = 'running' AND t.node_id = n.node_id)
-RETURNING n.node_id;
-
 -- name: NodeCounts :one
 SELECT count(*) FILTER (WHERE n.lease_expires_at > now())::integer AS active,
        count(*) FILTER (WHERE n.lease_expires_at <= now())::integer AS inactive

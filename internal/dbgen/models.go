@@ -10,6 +10,28 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type PgschedBackup struct {
+	NodeID       string
+	BackupNodeID string
+	Term         int64
+	AssignedAt   time.Time
+}
+
+type PgschedCluster struct {
+	NodeID         string
+	Epoch          int64
+	Live           bool
+	SinceRenewal   int32
+	LeaseExpiresAt time.Time
+	RegisteredAt   time.Time
+	Host           string
+	Pid            int32
+	Leader         interface{}
+	Partitions     interface{}
+	Backup         pgtype.Text
+	StandingInFor  interface{}
+}
+
 type PgschedCompletion struct {
 	PartitionID   int32
 	OrderingID    string
@@ -35,6 +57,16 @@ type PgschedDeadTask struct {
 	DiedAt        time.Time
 }
 
+type PgschedLeader struct {
+	Singleton      bool
+	NodeID         string
+	Epoch          int64
+	Term           int64
+	ElectedAt      time.Time
+	RenewedAt      time.Time
+	LeaseExpiresAt time.Time
+}
+
 type PgschedNode struct {
 	NodeID         string
 	Epoch          int64
@@ -43,6 +75,22 @@ type PgschedNode struct {
 	RenewedAt      time.Time
 	Host           string
 	Pid            int32
+}
+
+type PgschedPartition struct {
+	PartitionID int32
+	OwnerNodeID pgtype.Text
+	OwnerLive   interface{}
+	ServedBy    interface{}
+	AssignedAt  *time.Time
+	Term        pgtype.Int8
+}
+
+type PgschedPartitionOwner struct {
+	PartitionID int32
+	NodeID      pgtype.Text
+	Term        pgtype.Int8
+	AssignedAt  *time.Time
 }
 
 type PgschedQueue struct {
@@ -60,6 +108,12 @@ type PgschedSetting struct {
 	CompletionRetention pgtype.Interval
 	MaxPayloadBytes     int32
 	NotifyHorizon       pgtype.Interval
+}
+
+type PgschedStandIn struct {
+	NodeID        string
+	StandInNodeID string
+	DownSince     *time.Time
 }
 
 type PgschedTask struct {

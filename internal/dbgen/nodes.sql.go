@@ -28,35 +28,6 @@ func (q *Queries) NodeCounts(ctx context.Context, db DBTX) (NodeCountsRow, error
 	return i, err
 }
 
-const nodeDeleteExpired = `-- name: NodeDeleteExpired :many
-DELETE FROM pgsched.nodes n
-WHERE n.lease_expires_at < now() - make_interval(secs => $1::float8)
-  AND NOT EXISTS (SELECT 1 FROM pgsched.tasks t WHERE t.state = 'running' AND t.node_id = n.node_id)
-RETURNING n.node_id
-`
-
-// NodeDeleteExpired removes nodes whose lease expired longer ago than the
-// given age and that hold no running task.
-func (q *Queries) NodeDeleteExpired(ctx context.Context, db DBTX, olderThanSeconds float64) ([]string, error) {
-	rows, err := db.Query(ctx, nodeDeleteExpired, olderThanSeconds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []string{}
-	for rows.Next() {
-		var node_id string
-		if err := rows.Scan(&node_id); err != nil {
-			return nil, err
-		}
-		items = append(items, node_id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const nodeDeregister = `-- name: NodeDeregister :exec
 DELETE FROM pgsched.nodes n WHERE n.node_id = $1::text AND n.epoch = $2::bigint
 `

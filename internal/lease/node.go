@@ -153,6 +153,7 @@ func (n *Node) hold(ctx context.Context) error {
 	if f := n.cfg.Events.Registered; f != nil {
 		f(lease.Epoch)
 	}
+	n.afterRegister(ctx, lease.Epoch)
 	deadline := sent.Add(n.cfg.TTL)
 	lost := func(reason string) error {
 		n.setTerm(nil, nil)
@@ -212,6 +213,9 @@ func (n *Node) resign() {
 		return
 	}
 	n.cfg.Logger.Info("node deregistered", "node_id", n.cfg.ID, "epoch", t.Epoch)
+	if err := n.cfg.Store.NotifyCluster(ctx, n.cfg.DB); err != nil {
+		n.cfg.Logger.Warn("announcing the leave failed; the leader will notice on its next round", "error", err)
+	}
 	// Anything still marked running under this node (a straggler whose
 	// outcome could not be written) goes back to its queue now rather than
 	// waiting for a peer's rescue.
@@ -219,5 +223,19 @@ func (n *Node) resign() {
 		n.cfg.Logger.Warn("releasing leftover tasks failed; peers will rescue them", "node_id", n.cfg.ID, "error", err)
 	} else if k > 0 {
 		n.cfg.Logger.Info("released leftover running tasks", "node_id", n.cfg.ID, "tasks", k)
+	}
+}
+
+// afterRegister announces the node to the leader and gives back tasks an
+// earlier term of this node id left running (a restart faster than the
+// TTL): the new epoch fences them, so they would otherwise wait for a peer.
+func (n *Node) afterRegister(ctx context.Context, epoch int64) {
+	if k, err := n.cfg.Store.RescueExpired(ctx, n.cfg.DB, []string{n.cfg.ID}); err != nil {
+		n.cfg.Logger.Warn("giving back tasks of an earlier term failed; the leader will", "node_id", n.cfg.ID, "error", err)
+	} else if k > 0 {
+		n.cfg.Logger.Info("gave back running tasks of an earlier term", "node_id", n.cfg.ID, "epoch", epoch, "tasks", k)
+	}
+	if err := n.cfg.Store.NotifyCluster(ctx, n.cfg.DB); err != nil {
+		n.cfg.Logger.Warn("announcing the node failed; the leader will notice on its next round", "error", err)
 	}
 }

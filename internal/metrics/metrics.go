@@ -24,6 +24,14 @@ type Metrics struct {
 	LeaseLost     prometheus.Counter
 	LeaseRenewed  prometheus.Counter
 	Partitions    prometheus.Gauge
+
+	PartitionsServed  prometheus.Gauge
+	LeaderCurrent     prometheus.Gauge
+	LeaderClaimed     prometheus.Counter
+	LeaderRefreshed   prometheus.Counter
+	BackupAssignments prometheus.Gauge
+	StandInsActive    prometheus.Gauge
+	NodesDepleted     prometheus.Counter
 }
 
 // New creates the collectors and registers them on reg (nil: not registered).
@@ -74,13 +82,35 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "pgsched_node_lease_renewed_total", Help: "Successful lease renewals of this node.",
 		}),
 		Partitions: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "pgsched_partitions_owned", Help: "Logical partitions this node claims from.",
+			Name: "pgsched_partitions_owned", Help: "Logical partitions the leader assigned to this node.",
+		}),
+		PartitionsServed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgsched_partitions_served", Help: "Logical partitions this node claims from: owned plus those of down nodes it stands in for.",
+		}),
+		LeaderCurrent: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgsched_leader_current", Help: "1 while this node holds the leader lease, else 0.",
+		}),
+		LeaderClaimed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pgsched_leader_claimed_total", Help: "Times this node took the leader lease.",
+		}),
+		LeaderRefreshed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pgsched_leader_refreshed_total", Help: "Renewals of the leader lease by this node.",
+		}),
+		BackupAssignments: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgsched_backup_assignments", Help: "Nodes this node is the backup of.",
+		}),
+		StandInsActive: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgsched_standins_active", Help: "Down nodes whose partitions this node serves now.",
+		}),
+		NodesDepleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pgsched_nodes_depleted_total", Help: "Nodes this node, as leader, removed after the flex-down window.",
 		}),
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.Executed, m.Retried, m.Dead, m.Claimed, m.Running, m.Pending,
 			m.Lateness, m.Duration, m.Rescued, m.NodesActive, m.NodesInactive, m.LeaseEpoch, m.LeaseLost,
-			m.LeaseRenewed, m.Partitions} {
+			m.LeaseRenewed, m.Partitions, m.PartitionsServed, m.LeaderCurrent, m.LeaderClaimed, m.LeaderRefreshed,
+			m.BackupAssignments, m.StandInsActive, m.NodesDepleted} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -43,12 +43,6 @@ func (s *Store) NodeDeregister(ctx context.Context, db DBTX, nodeID string, epoc
 	return s.q.NodeDeregister(ctx, s.db(db), dbgen.NodeDeregisterParams{NodeID: nodeID, Epoch: epoch})
 }
 
-// NodeDeleteExpired removes nodes whose lease ended longer ago than olderThan
-// and that hold no running task, returning their ids.
-func (s *Store) NodeDeleteExpired(ctx context.Context, db DBTX, olderThan time.Duration) ([]string, error) {
-	return s.q.NodeDeleteExpired(ctx, s.db(db), olderThan.Seconds())
-}
-
 // NodeCounts returns how many nodes hold a live lease and how many expired.
 func (s *Store) NodeCounts(ctx context.Context, db DBTX) (active, inactive int, err error) {
 	r, err := s.q.NodeCounts(ctx, s.db(db))

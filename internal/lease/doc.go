@@ -1,0 +1,81 @@
+// Package lease is pgsched's cluster membership: node leases, the leader,
+// partition ownership, backups and stand-ins. Every decision is taken on
+// the database clock and every write is fenced, so a node that is slow,
+// frozen or partitioned away can be wrong about its own state for a while
+// without ever being able to act on it.
+//
+// # A node's lease (node.go)
+//
+// Each worker process is a node: a row in pgsched.nodes with a lease that
+// it renews every TTL/3. Every registration gets a new epoch from a
+// sequence; claims and outcomes carry it, and the SQL only accepts them
+// while (node_id, epoch) holds a live lease. A node's own deadline is the
+// time its last successful renewal was sent plus the TTL (never later than
+// the database's), so it stops claiming and cancels its handlers before the
+// database lets anybody else take its work.
+//
+//	          register (new epoch)
+//	┌────────┐ ───────────────────▶ ┌──────┐  renew every TTL/3
+//	│ no     │                      │ term │ ◀──────────────────┐
+//	│ lease  │ ◀─────────────────── │ live │ ───────────────────┘
+//	└────────┘  renewal refused, or └──────┘
+//	    ▲        local deadline passed   │ Stop (SIGTERM): drain, release,
+//	    │        (handlers cancelled)     │ deregister, NOTIFY
+//	    └─────────────────────────────────┘
+//
+// # The leader (leader.go, plan.go)
+//
+// Every node runs a Leader that tries pgsched.leader_acquire every
+// Interval (and on every cluster notification). The single leader row is
+// taken when it is absent, expired, or held by a node whose own lease is
+// gone; it is renewed while held and deleted on a clean stop, so another
+// node takes over at once. Each new leadership gets a new term.
+//
+//	┌──────────┐  acquire: row absent/expired/holder gone   ┌────────┐
+//	│ follower │ ─────────────────────────────────────────▶ │ leader │
+//	│          │ ◀───────────────────────────────────────── │ term T │
+//	└──────────┘  renewal refused, own lease lost, or stop  └────────┘
+//	               (stop: leader_resign, NOTIFY)              │  ▲
+//	                                                 round    └──┘
+//
+// While leading, each round (Planner.Round) does, fenced on the leader row:
+//   - depletion: nodes whose lease ended more than FlexDown ago get their
+//     running tasks back in the queues and their rows deleted;
+//   - a safety-net rescue of running tasks held by any expired node;
+//   - the plan: AssignPartitions and AssignBackups over the member nodes
+//     (every registered node, live or down), written only when it changed;
+//   - completion partitions created ahead and old ones dropped.
+//
+// # Duties: what a node claims from (duties.go)
+//
+// A node serves the partitions it owns while its lease is live. When a
+// member's lease is not live (expired, or its row is gone) its partitions
+// are served by its backup, or if that is down too, by the first live node
+// along the backup chain: the stand-in. This rule is SQL, the
+// pgsched.stand_ins and pgsched.partitions views, and nodes read their
+// duties from those same views, so psql shows exactly what they do.
+//
+//	owner live ──▶ owner serves ─(owner's lease ends)─▶ stand-in serves
+//	     ▲                                                │        │
+//	     └──────── owner re-registers (new epoch) ────────┘        │
+//	                                    FlexDown passes: depleted, │
+//	                    partitions reassigned to live nodes ◀──────┘
+//
+// A stand-in starting gives the down node's in-flight tasks back to their
+// queues at once (no per-task timeout). A stand-in also re-reads its duties
+// the moment the lease of a node it backs up would run out, so failover
+// takes the TTL plus one database round trip.
+//
+// Hand-overs (a partition moving between owners, a stand-in starting or
+// stopping) need no coordination between the two nodes: a task is claimed
+// with FOR UPDATE SKIP LOCKED on its ordering queue, a queue with a running
+// head is never claimed, and the unique index on running tasks per
+// (partition, ordering_id) is the database's backstop, so two nodes
+// claiming one partition for a moment can neither run one task twice nor
+// break the order of an ordering_id.
+//
+// Every transition is logged (slog: node registered, lease lost,
+// leadership won/lost/resigned, partitions assigned, partitions gained and
+// lost, stand-in started/stopped, node depleted), counted in the metrics of
+// internal/metrics, and visible in pgsched.cluster.
+package lease
