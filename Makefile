@@ -6,8 +6,8 @@ test:            ## every test, against real PostgreSQL
 run:             ## one worker; starts a local PostgreSQL when DATABASE_URL is unset
 	./scripts/run-worker.sh
 
-bench:           ## figures of issues "Core", "Execution engine" and "Benchmarks"
-	./scripts/ensure-postgres.sh && go run ./cmd/bench
+bench:           ## pgsched beside River (and, with BENCH_ANCHORS=1, graphile-worker and pgbench); see ./scripts/bench.sh --help
+	./scripts/bench.sh
 
 generate:
 	sqlc generate

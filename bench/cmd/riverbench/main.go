@@ -1,0 +1,360 @@
+// Command riverbench measures River (github.com/riverqueue/river) on the
+// PostgreSQL named by DATABASE_URL, so that pgsched's cmd/bench figures can be
+// read beside it: burn-down of -n pre-inserted no-op jobs at each worker count
+// of -workers, and enqueue rates (single Insert, InsertMany and
+// InsertManyFast). Each figure is the median of -runs runs, with min and max,
+// printed in cmd/bench's table format.
+//
+// Every run migrates River into a fresh schema of its own and drops it
+// afterwards, so runs never see each other's rows or dead tuples.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "riverbench:", err)
+		os.Exit(1)
+	}
+}
+
+type bench struct {
+	url           string
+	runs          int
+	n             int
+	fetchCooldown time.Duration
+	fetchPoll     time.Duration
+	logger        *slog.Logger
+	seq           int
+}
+
+func run(ctx context.Context, args []string) error {
+	b := &bench{}
+	fs := flag.NewFlagSet("riverbench", flag.ContinueOnError)
+	fs.IntVar(&b.runs, "runs", 3, "runs per figure (median, min, max)")
+	fs.IntVar(&b.n, "n", 100_000, "jobs per burn-down and per batch-enqueue run")
+	workersFlag := fs.String("workers", "100,2000", "comma-separated MaxWorkers values for the burn-down (100 = pgsched's default concurrency; 2000 = River's own benchmark setting)")
+	// River's own benchmark (cmd/river bench) uses these two; the library's
+	// defaults (100 ms, 1 s) are much slower for a burn-down.
+	fs.DurationVar(&b.fetchCooldown, "fetch-cooldown", 2*time.Millisecond, "River FetchCooldown")
+	fs.DurationVar(&b.fetchPoll, "fetch-poll-interval", 20*time.Millisecond, "River FetchPollInterval")
+	only := fs.String("only", "", "comma-separated workloads to run (burn, enqueue); empty runs all")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var workerCounts []int
+	for _, s := range strings.Split(*workersFlag, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || v <= 0 {
+			return fmt.Errorf("-workers: bad value %q", s)
+		}
+		workerCounts = append(workerCounts, v)
+	}
+	if b.runs < 1 || b.n < 1 {
+		return errors.New("-runs and -n must be positive")
+	}
+	b.url = os.Getenv("DATABASE_URL")
+	if b.url == "" {
+		return errors.New("DATABASE_URL is not set")
+	}
+	b.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	fmt.Fprintf(os.Stderr, "riverbench: River %s\n", riverVersion())
+
+	type workload struct {
+		name, label string
+		fn          func(context.Context) (float64, error)
+	}
+	var all []workload
+	for _, w := range workerCounts {
+		all = append(all, workload{"burn", fmt.Sprintf("river burn-down %d, %d workers, jobs/s", b.n, w),
+			func(ctx context.Context) (float64, error) { return b.burn(ctx, w) }})
+	}
+	all = append(all,
+		workload{"enqueue", "river single Insert x 16 callers, jobs/s", b.enqueueSingle},
+		workload{"enqueue", "river InsertMany 10k/call x 4, jobs/s", b.enqueueBatch(false)},
+		workload{"enqueue", "river InsertManyFast 10k/call x 4, jobs/s", b.enqueueBatch(true)},
+	)
+	selected := map[string]bool{}
+	for _, s := range strings.Split(*only, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			selected[s] = true
+		}
+	}
+	fmt.Printf("%-44s %12s %12s %12s\n", "workload", "median", "min", "max")
+	for _, w := range all {
+		if len(selected) > 0 && !selected[w.name] {
+			continue
+		}
+		var vals []float64
+		for range b.runs {
+			v, err := w.fn(ctx)
+			if err != nil {
+				return fmt.Errorf("%s: %w", w.label, err)
+			}
+			vals = append(vals, v)
+		}
+		slices.Sort(vals)
+		fmt.Printf("%-44s %12.1f %12.1f %12.1f\n", w.label, vals[len(vals)/2], vals[0], vals[len(vals)-1])
+	}
+	return nil
+}
+
+// riverVersion is the River module version this binary was built with.
+func riverVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range info.Deps {
+			if m.Path == "github.com/riverqueue/river" {
+				return m.Version
+			}
+		}
+	}
+	return "(unknown)"
+}
+
+// noopArgs is the job every workload inserts; its worker does nothing.
+type noopArgs struct {
+	Num int `json:"num"`
+}
+
+func (noopArgs) Kind() string { return "noop" }
+
+type noopWorker struct {
+	river.WorkerDefaults[noopArgs]
+	done func()
+}
+
+func (w *noopWorker) Work(context.Context, *river.Job[noopArgs]) error {
+	w.done()
+	return nil
+}
+
+// env is one run's fresh River schema, pool and client.
+type env struct {
+	schema string
+	pool   *pgxpool.Pool
+	client *river.Client[pgx.Tx]
+}
+
+// fresh migrates River into a new schema and returns a client on it whose
+// worker calls done per job. maxWorkers 0 makes an insert-only client.
+func (b *bench) fresh(ctx context.Context, maxWorkers int, done func()) (*env, func(), error) {
+	b.seq++
+	schema := fmt.Sprintf("riverbench_%d_%d", os.Getpid(), b.seq)
+	cfg, err := pgxpool.ParseConfig(b.url)
+	if err != nil {
+		return nil, nil, err
+	}
+	// River's executors and the completer share this pool; fetches take one
+	// connection per queue, so 50 (what cmd/bench gives pgsched) is plenty.
+	cfg.MaxConns = 50
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() {
+		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+		pool.Close()
+	}
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("creating schema: %w", err)
+	}
+	driver := riverpgxv5.New(pool)
+	m, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: schema, Logger: b.logger})
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("migrating River: %w", err)
+	}
+	workers := river.NewWorkers()
+	if done == nil {
+		done = func() {}
+	}
+	river.AddWorker(workers, &noopWorker{done: done})
+	rc := &river.Config{
+		Schema:            schema,
+		Logger:            b.logger,
+		Workers:           workers,
+		FetchCooldown:     b.fetchCooldown,
+		FetchPollInterval: b.fetchPoll,
+	}
+	if maxWorkers > 0 {
+		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: maxWorkers}}
+	}
+	client, err := river.NewClient(driver, rc)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return &env{schema: schema, pool: pool, client: client}, cleanup, nil
+}
+
+func params(n, from int, opts *river.InsertOpts) []river.InsertManyParams {
+	ps := make([]river.InsertManyParams, n)
+	for i := range ps {
+		ps[i] = river.InsertManyParams{Args: noopArgs{Num: from + i}, InsertOpts: opts}
+	}
+	return ps
+}
+
+// burn inserts b.n available jobs, starts a client with maxWorkers workers
+// and measures until every job is worked and recorded completed.
+func (b *bench) burn(ctx context.Context, maxWorkers int) (float64, error) {
+	var worked atomic.Int64
+	finished := make(chan struct{})
+	n := int64(b.n)
+	e, cleanup, err := b.fresh(ctx, maxWorkers, func() {
+		if worked.Add(1) == n {
+			close(finished)
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	// The backlog is there before the client starts, as in River's own
+	// burn-down benchmark (5,000 per InsertMany there; InsertManyFast here,
+	// which only changes how long the setup takes). No ANALYZE, as for
+	// pgsched's burn-down in cmd/bench.
+	const batch = 5_000
+	for from := 0; from < b.n; from += batch {
+		if _, err := e.client.InsertManyFast(ctx, params(min(batch, b.n-from), from, nil)); err != nil {
+			return 0, fmt.Errorf("inserting jobs: %w", err)
+		}
+	}
+	start := time.Now()
+	if err := e.client.Start(ctx); err != nil {
+		return 0, err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = e.client.Stop(stopCtx)
+	}()
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	// Like cmd/bench for pgsched: the clock stops when every outcome is
+	// written, not when the last handler returns.
+	for {
+		var left bool
+		err := e.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+e.schema+".river_job WHERE state <> 'completed')").Scan(&left)
+		if err != nil {
+			return 0, err
+		}
+		if !left {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return float64(b.n) / time.Since(start).Seconds(), nil
+}
+
+// enqueueSingle mirrors cmd/bench's single-Schedule figure: 20,000 jobs,
+// one Insert each, from 16 goroutines, scheduled an hour ahead.
+func (b *bench) enqueueSingle(ctx context.Context) (float64, error) {
+	e, cleanup, err := b.fresh(ctx, 0, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	const n, callers = 20_000, 16
+	opts := &river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, callers)
+	start := time.Now()
+	for c := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > n {
+					return
+				}
+				if _, err := e.client.Insert(ctx, noopArgs{Num: int(i)}, opts); err != nil {
+					errs[c] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	return n / time.Since(start).Seconds(), nil
+}
+
+// enqueueBatch mirrors cmd/bench's ScheduleMany figure: b.n jobs from four
+// callers at once in 10,000-job calls, scheduled an hour ahead. fast selects
+// InsertManyFast (COPY, no rows back) over InsertMany (rows back, as
+// ScheduleMany returns a result per task).
+func (b *bench) enqueueBatch(fast bool) func(context.Context) (float64, error) {
+	return func(ctx context.Context) (float64, error) {
+		e, cleanup, err := b.fresh(ctx, 0, nil)
+		if err != nil {
+			return 0, err
+		}
+		defer cleanup()
+		const callers, batch = 4, 10_000
+		opts := &river.InsertOpts{ScheduledAt: time.Now().Add(time.Hour)}
+		var wg sync.WaitGroup
+		errs := make([]error, callers)
+		start := time.Now()
+		for c := range callers {
+			lo, hi := c*b.n/callers, (c+1)*b.n/callers
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for from := lo; from < hi; from += batch {
+					ps := params(min(batch, hi-from), from, opts)
+					var err error
+					if fast {
+						_, err = e.client.InsertManyFast(ctx, ps)
+					} else {
+						_, err = e.client.InsertMany(ctx, ps)
+					}
+					if err != nil {
+						errs[c] = err
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return 0, err
+		}
+		return float64(b.n) / time.Since(start).Seconds(), nil
+	}
+}

@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# Puts pgsched beside its peers on one PostgreSQL, in one run, and prints one
+# table (workload, median, min, max). Machines differ: only same-run ratios
+# mean anything.
+#
+#   ./scripts/bench.sh [--anchors] [--quick]
+#
+# 1. makes sure PostgreSQL is installed (scripts/ensure-postgres.sh);
+# 2. starts ONE private, durable (fsync on) server: port BENCH_PGPORT
+#    (55450), data dir BENCH_PGDATA (/tmp/pgsched-bench-pg, wiped before and
+#    after), as OS user postgres when run as root;
+# 3. runs cmd/bench (pgsched), then bench/cmd/riverbench (River, from its
+#    own Go module so River never enters pgsched's go.mod);
+# 4. with --anchors or BENCH_ANCHORS=1: graphile-worker 0.18.0 (batched mode,
+#    and 1,000 serial named queues) and pgbench claim100/insert100, the raw
+#    PostgreSQL ceiling;
+# 5. prints the combined table and stops the server.
+#
+# Sizes (environment; --quick sets small defaults for whatever is unset, for
+# a smoke run of a few minutes):
+#   BENCH_RUNS (3)               runs per figure
+#   BENCH_N (100000)             burn-down and batch-enqueue size, all systems
+#   BENCH_CONCURRENCY (100)      pgsched worker concurrency
+#   BENCH_RATE (2000)            lateness run rate, tasks/s
+#   BENCH_LATENESS_DURATION (10s)
+#   BENCH_SUSTAINED_DURATION (60s)
+#   BENCH_SUSTAINED_RATE (0)     enqueue cap in the sustained run; 0 = none
+#   BENCH_BACKLOG (1000000)      backlog drain size
+#   BENCH_CLAIM_PENDING (10000,1000000)  not-due sizes for claim latency
+#   BENCH_CLAIM_RATE (100)       due tasks/s during claim latency
+#   BENCH_CLAIM_DURATION (10s)
+#   BENCH_ONLY                   cmd/bench -only list (e.g. burn-own,backlog)
+#   BENCH_RIVER_WORKERS (100,2000)  River MaxWorkers values
+#   BENCH_RIVER_ONLY             riverbench -only list (burn, enqueue)
+#   BENCH_GW_CONCURRENCY (24)    graphile-worker concurrency
+#   BENCH_GW_TIMEOUT (900)       seconds before a graphile-worker run gives up
+#   BENCH_PGBENCH_T (20)         seconds per pgbench run
+#   BENCH_PGBENCH_CLIENTS (8)
+#   BENCH_PGBENCH_ROWS (4000000) rows prefilled for claim100
+#   BENCH_SYSTEMS (pgsched,river; plus graphile-worker,pgbench with
+#                 --anchors)     which systems to measure
+#   BENCH_KEEP_PG=1              leave the server's data dir in place
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$here"
+
+anchors="${BENCH_ANCHORS:-0}"
+quick=0
+for arg in "$@"; do
+  case "$arg" in
+    --anchors) anchors=1 ;;
+    --quick) quick=1 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench.sh: unknown argument $arg (try --help)" >&2; exit 2 ;;
+  esac
+done
+if [ "$quick" = 1 ]; then
+  : "${BENCH_RUNS:=1}" "${BENCH_N:=5000}" "${BENCH_LATENESS_DURATION:=3s}"
+  : "${BENCH_SUSTAINED_DURATION:=5s}" "${BENCH_BACKLOG:=20000}"
+  : "${BENCH_CLAIM_PENDING:=1000,20000}" "${BENCH_CLAIM_DURATION:=3s}"
+  : "${BENCH_PGBENCH_T:=2}" "${BENCH_PGBENCH_ROWS:=600000}"
+fi
+systems="${BENCH_SYSTEMS:-pgsched,river}"
+[ "$anchors" = 1 ] && [ -z "${BENCH_SYSTEMS:-}" ] && systems="$systems,graphile-worker,pgbench"
+want() { [[ ",$systems," == *",$1,"* ]]; }
+RUNS="${BENCH_RUNS:-3}"
+N="${BENCH_N:-100000}"
+PGBENCH_T="${BENCH_PGBENCH_T:-20}"
+PGBENCH_CLIENTS="${BENCH_PGBENCH_CLIENTS:-8}"
+PGBENCH_ROWS="${BENCH_PGBENCH_ROWS:-4000000}"
+GW_CONC="${BENCH_GW_CONCURRENCY:-24}"
+PGPORT="${BENCH_PGPORT:-55450}"
+PGDATA_DIR="${BENCH_PGDATA:-/tmp/pgsched-bench-pg}"
+
+./scripts/ensure-postgres.sh
+
+# ---- the private server (pg-up.sh semantics: fsync on, trust on loopback) ----
+PGBIN="${PGBIN:-}"
+if [ -z "$PGBIN" ]; then
+  if command -v pg_config >/dev/null 2>&1 && [ -x "$(pg_config --bindir)/initdb" ]; then
+    PGBIN="$(pg_config --bindir)"
+  else
+    PGBIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+  fi
+fi
+[ -x "$PGBIN/initdb" ] || { echo "bench.sh: no initdb found (set PGBIN)" >&2; exit 1; }
+
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+pg_stop() {
+  if [ -f "$PGDATA_DIR/PG_VERSION" ]; then
+    as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -m fast -w stop >/dev/null 2>&1 || true
+  fi
+}
+tmp="$(mktemp -d /tmp/pgsched-bench.XXXXXX)"
+cleanup() {
+  pg_stop
+  [ "${BENCH_KEEP_PG:-0}" = 1 ] || rm -rf "$PGDATA_DIR"
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# A server left running from an interrupted run is stopped and wiped: every
+# run starts from an empty cluster.
+pg_stop
+rm -rf "$PGDATA_DIR"
+mkdir -p "$PGDATA_DIR"
+if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$PGDATA_DIR"; fi
+chmod 700 "$PGDATA_DIR"
+as_pg "$PGBIN/initdb" -D "$PGDATA_DIR" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
+cat >>"$PGDATA_DIR/postgresql.conf" <<EOF
+
+# ---- bench settings (scripts/bench.sh, as shared/anchors/pg-up.sh) ----
+listen_addresses = '127.0.0.1'
+port = ${PGPORT}
+unix_socket_directories = '${PGDATA_DIR}'
+max_connections = 200
+shared_buffers = ${BENCH_PG_SHARED_BUFFERS:-1GB}
+effective_cache_size = 12GB
+work_mem = 16MB
+maintenance_work_mem = 256MB
+wal_buffers = 16MB
+max_wal_size = 4GB
+min_wal_size = 512MB
+checkpoint_completion_target = 0.9
+fsync = on
+synchronous_commit = on
+full_page_writes = on
+logging_collector = off
+log_min_messages = warning
+EOF
+cat >"$PGDATA_DIR/pg_hba.conf" <<EOF
+local   all   all                 trust
+host    all   all   127.0.0.1/32  trust
+host    all   all   ::1/128       trust
+EOF
+as_pg "$PGBIN/pg_ctl" -D "$PGDATA_DIR" -l "$PGDATA_DIR/server.log" -w -t 60 start >/dev/null
+pgver="$("$PGBIN/postgres" --version | awk '{print $3}')"
+dsn() { echo "postgres://postgres@127.0.0.1:${PGPORT}/$1?sslmode=disable"; }
+psql_q() { PGOPTIONS='-c client_min_messages=warning' "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$PGPORT" -U postgres "$@"; }
+echo "bench.sh: PostgreSQL $pgver at $(dsn postgres) (durable, data $PGDATA_DIR)" >&2
+
+rows="$tmp/rows"
+: >"$rows"
+section() { printf -- '-- %s --\n' "$1" >>"$rows"; }
+# keep stdout rows of a program except its header line, and show them live
+collect() { { grep -v '^workload ' || true; } | tee -a "$rows" >&2; }
+# row LABEL VALUES...: median, min and max of the values
+row() {
+  local label="$1"; shift
+  printf '%s\n' "$@" | sort -g | awk -v l="$label" '
+    { v[NR] = $1 } END { if (NR == 0) exit; printf "%-44s %12.1f %12.1f %12.1f\n", l, v[int(NR / 2) + 1], v[1], v[NR] }' |
+    tee -a "$rows" >&2
+}
+
+# ---- pgsched ----
+echo "bench.sh: building" >&2
+go build -o "$tmp/pgsched-bench" ./cmd/bench
+(cd bench && go build -o "$tmp/riverbench" ./cmd/riverbench)
+riverver="$(cd bench && go list -m -f '{{.Version}}' github.com/riverqueue/river)"
+
+args=(-runs "$RUNS" -n "$N")
+[ -n "${BENCH_CONCURRENCY:-}" ] && args+=(-concurrency "$BENCH_CONCURRENCY")
+[ -n "${BENCH_RATE:-}" ] && args+=(-rate "$BENCH_RATE")
+[ -n "${BENCH_LATENESS_DURATION:-}" ] && args+=(-lateness-duration "$BENCH_LATENESS_DURATION")
+[ -n "${BENCH_SUSTAINED_DURATION:-}" ] && args+=(-sustained-duration "$BENCH_SUSTAINED_DURATION")
+[ -n "${BENCH_SUSTAINED_RATE:-}" ] && args+=(-sustained-rate "$BENCH_SUSTAINED_RATE")
+[ -n "${BENCH_BACKLOG:-}" ] && args+=(-backlog "$BENCH_BACKLOG")
+[ -n "${BENCH_CLAIM_PENDING:-}" ] && args+=(-claim-pending "$BENCH_CLAIM_PENDING")
+[ -n "${BENCH_CLAIM_RATE:-}" ] && args+=(-claim-rate "$BENCH_CLAIM_RATE")
+[ -n "${BENCH_CLAIM_DURATION:-}" ] && args+=(-claim-duration "$BENCH_CLAIM_DURATION")
+[ -n "${BENCH_ONLY:-}" ] && args+=(-only "$BENCH_ONLY")
+
+if want pgsched; then
+  echo "bench.sh: pgsched (cmd/bench ${args[*]})" >&2
+  section "pgsched (cmd/bench)"
+  DATABASE_URL="$(dsn postgres)" "$tmp/pgsched-bench" "${args[@]}" | collect
+fi
+
+# ---- River ----
+rargs=(-runs "$RUNS" -n "$N")
+[ -n "${BENCH_RIVER_WORKERS:-}" ] && rargs+=(-workers "$BENCH_RIVER_WORKERS")
+[ -n "${BENCH_RIVER_ONLY:-}" ] && rargs+=(-only "$BENCH_RIVER_ONLY")
+if want river; then
+  echo "bench.sh: River $riverver (bench/cmd/riverbench ${rargs[*]})" >&2
+  section "River $riverver (bench/cmd/riverbench)"
+  DATABASE_URL="$(dsn postgres)" "$tmp/riverbench" "${rargs[@]}" | collect
+fi
+
+# ---- anchors ----
+if want graphile-worker; then
+  gw="$here/bench/anchors/graphile-worker"
+  if [ ! -d "$gw/node_modules/graphile-worker" ]; then
+    echo "bench.sh: installing graphile-worker and Node 22 (npm ci)" >&2
+    (cd "$gw" && npm ci --no-audit --no-fund >/dev/null)
+  fi
+  psql_q -d postgres -c "CREATE DATABASE gw"
+  gwver="$(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$gw/node_modules/graphile-worker/package.json" | head -1)"
+  section "graphile-worker $gwver (bench/anchors/graphile-worker)"
+  # gw_run MODE-ARGS...: prints jobsPerSec of one burn-down of N jobs
+  gw_run() {
+    local out
+    out="$(DATABASE_URL="$(dsn gw)" "$gw/node_modules/.bin/node" "$gw/bench.js" \
+      --jobs "$N" --concurrency "$GW_CONC" --timeout-s "${BENCH_GW_TIMEOUT:-900}" "$@" | grep '^RESULT ')" ||
+      { echo "bench.sh: graphile-worker run failed" >&2; return 1; }
+    if ! grep -q '"outcome":"ok"' <<<"$out"; then
+      # the rate over the window is still a rate; say it did not finish
+      echo "bench.sh: graphile-worker did not finish $N jobs in ${BENCH_GW_TIMEOUT:-900}s: $out" >&2
+    fi
+    sed -n 's/.*"jobsPerSec":\([0-9.]*\).*/\1/p' <<<"$out"
+  }
+  echo "bench.sh: graphile-worker, batched" >&2
+  vals=(); for _ in $(seq "$RUNS"); do v="$(gw_run --local-queue 500 --complete-batch-delay 0)"; vals+=("$v"); done
+  row "gw burn-down $N, batched, jobs/s" "${vals[@]}"
+  echo "bench.sh: graphile-worker, 1000 serial queues" >&2
+  vals=(); for _ in $(seq "$RUNS"); do v="$(gw_run --queues 1000)"; vals+=("$v"); done
+  row "gw burn-down 1000 queues x $((N / 1000)), jobs/s" "${vals[@]}"
+fi
+if want pgbench; then
+  pgb="$here/bench/anchors/pgbench"
+  psql_q -d postgres -c "CREATE DATABASE pgb"
+  section "pgbench, PostgreSQL $pgver (bench/anchors/pgbench)"
+  # pgbench_run SCRIPT: tps of one run
+  pgbench_run() {
+    "$PGBIN/pgbench" -n -M prepared -c "$PGBENCH_CLIENTS" -j 2 -T "$PGBENCH_T" \
+      -h 127.0.0.1 -p "$PGPORT" -U postgres -f "$pgb/$1" pgb 2>&1 |
+      sed -n 's/^tps = \([0-9.]*\).*/\1/p' | head -1 | grep . ||
+      { echo "bench.sh: pgbench -f $1 failed" >&2; return 1; }
+  }
+  echo "bench.sh: pgbench claim100 ($PGBENCH_ROWS rows prefilled)" >&2
+  vals=()
+  for _ in $(seq "$RUNS"); do
+    psql_q -d pgb -f "$pgb/schema.sql"
+    psql_q -d pgb -c "INSERT INTO task (due, payload) SELECT now() - interval '1 hour', '{\"n\":1}' FROM generate_series(1, $PGBENCH_ROWS)"
+    psql_q -d pgb -c "VACUUM ANALYZE task" -c "CHECKPOINT"
+    pgbench_run claim100.sql >/dev/null
+    left="$(psql_q -d pgb -Atc "SELECT count(*) FROM task")"
+    if [ "$left" = 0 ]; then
+      echo "bench.sh: claim100 ran out of rows; raise BENCH_PGBENCH_ROWS (figure is a lower bound)" >&2
+    fi
+    # rows actually claimed per second: tps would count empty claims too
+    vals+=("$(awk -v r="$PGBENCH_ROWS" -v l="$left" -v t="$PGBENCH_T" 'BEGIN { print (r - l) / t }')")
+  done
+  row "pgbench claim100 x $PGBENCH_CLIENTS clients, tasks/s" "${vals[@]}"
+  echo "bench.sh: pgbench insert100" >&2
+  vals=()
+  for _ in $(seq "$RUNS"); do
+    psql_q -d pgb -f "$pgb/schema.sql"
+    psql_q -d pgb -c "CHECKPOINT"
+    tps="$(pgbench_run insert100.sql)"
+    vals+=("$(awk -v t="$tps" 'BEGIN { print t * 100 }')")
+  done
+  row "pgbench insert100 x $PGBENCH_CLIENTS clients, tasks/s" "${vals[@]}"
+fi
+
+# ---- one table ----
+echo
+echo "pgsched beside its peers: one PostgreSQL $pgver server (fsync on), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ)"
+echo "runs=$RUNS n=$N; medians of the runs, same-run ratios only"
+printf '%-44s %12s %12s %12s\n' workload median min max
+cat "$rows"
