@@ -59,6 +59,7 @@ type options struct {
 	webhookTimeout time.Duration
 	leaseTTL       time.Duration
 	drainTimeout   time.Duration
+	flexDown       time.Duration
 	pollInterval   time.Duration
 	maxAttempts    int
 	dataDir        string
@@ -111,6 +112,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	dur(&o.webhookTimeout, "webhook-timeout", "PGSCHED_WEBHOOK_TIMEOUT", 30*time.Second, "per-request webhook timeout; a timeout retries")
 	dur(&o.leaseTTL, "lease-ttl", "PGSCHED_LEASE_TTL", 10*time.Second, "node lease TTL")
 	dur(&o.drainTimeout, "drain-timeout", "PGSCHED_DRAIN_TIMEOUT", 10*time.Second, "on SIGTERM, how long running tasks may finish")
+	dur(&o.flexDown, "flex-down", "PGSCHED_FLEX_DOWN", time.Minute, "how long a dead node's backup stands in before its partitions are reassigned")
 	dur(&o.pollInterval, "poll-interval", "PGSCHED_POLL_INTERVAL", time.Second, "fallback check for due work")
 	integer(&o.maxAttempts, "max-attempts", "PGSCHED_MAX_ATTEMPTS", 0, "runs before a failing task is dead (0: retry forever)")
 	str(&o.dataDir, "data-dir", "PGSCHED_DATA_DIR", filepath.Join(home, ".local", "share", "pgsched", "postgres"), "local PostgreSQL data directory, used without DATABASE_URL")
@@ -204,6 +206,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		LeaseTTL:     o.leaseTTL,
 		PollInterval: o.pollInterval,
 		DrainTimeout: o.drainTimeout,
+		FlexDown:     o.flexDown,
 		Retry:        pgsched.RetryPolicy{MaxAttempts: o.maxAttempts},
 		Logger:       logger,
 		Registerer:   reg,
