@@ -67,13 +67,16 @@ CREATE TABLE pgsched.tasks (
 CREATE UNIQUE INDEX tasks_one_running ON pgsched.tasks (partition_id, ordering_id) WHERE state = 'running';
 
 -- One row per ordering_id that has tasks: the serialisation point for that
--- ordering_id and the claim index. next_at is when its head (earliest task by
--- scheduled_at, then enqueue order) may run; running means its head runs.
+-- ordering_id and the claim index. (head_scheduled_at, head_uniqueness_key)
+-- is the key of its head (earliest task by scheduled_at, then enqueue order),
+-- so a claim reaches the head task with one primary-key probe; next_at is
+-- when the head may run; running means its head runs.
 CREATE TABLE pgsched.queues (
-    partition_id      integer     NOT NULL,
-    ordering_id       text        NOT NULL,
-    head_scheduled_at timestamptz NOT NULL,
-    next_at           timestamptz NOT NULL,
+    partition_id        integer     NOT NULL,
+    ordering_id         text        NOT NULL,
+    head_scheduled_at   timestamptz NOT NULL,
+    head_uniqueness_key text        NOT NULL,
+    next_at             timestamptz NOT NULL,
     running           boolean     NOT NULL DEFAULT false,
     PRIMARY KEY (partition_id, ordering_id)
 ) PARTITION BY LIST (partition_id);
@@ -190,13 +193,13 @@ LANGUAGE plpgsql AS $$
 DECLARE
     h record;
 BEGIN
-    SELECT t.scheduled_at, t.run_at INTO h FROM pgsched.tasks t
+    SELECT t.scheduled_at, t.uniqueness_key, t.run_at INTO h FROM pgsched.tasks t
     WHERE t.partition_id = p_partition AND t.ordering_id = p_ordering_id
     ORDER BY t.scheduled_at, t.id LIMIT 1;
     IF NOT FOUND THEN
         DELETE FROM pgsched.queues q WHERE q.partition_id = p_partition AND q.ordering_id = p_ordering_id;
     ELSE
-        UPDATE pgsched.queues q SET head_scheduled_at = h.scheduled_at, next_at = h.run_at
+        UPDATE pgsched.queues q SET head_scheduled_at = h.scheduled_at, head_uniqueness_key = h.uniqueness_key, next_at = h.run_at
         WHERE q.partition_id = p_partition AND q.ordering_id = p_ordering_id AND NOT q.running;
     END IF;
 END
@@ -228,6 +231,9 @@ DECLARE
     bad record;
     bad_at integer;
     where_ text := '';
+    lo timestamptz;
+    hi timestamptz;
+    done bigint[];
 BEGIN
     SELECT * INTO STRICT s FROM pgsched.settings;
     IF coalesce(cardinality(scheduled_ats), 0) <> n
@@ -270,29 +276,44 @@ BEGIN
 
     -- Lock (creating where new) the queue of every ordering_id, in key order
     -- so concurrent batches and finishers cannot deadlock. The head can only
-    -- move earlier here; a key that turns out completed is corrected below.
-    INSERT INTO pgsched.queues AS q (partition_id, ordering_id, head_scheduled_at, next_at)
-    SELECT u.p, u.o, min(u.sa), min(u.sa)
-    FROM unnest(parts, ordering_ids, scheduled_ats) AS u(p, o, sa)
-    GROUP BY u.p, u.o
-    ORDER BY u.p, u.o
+    -- move earlier here: a queue's head becomes this batch's earliest task of
+    -- it (by scheduled_at, then uniqueness_key: the order in which the insert
+    -- below hands out ids) when that is strictly earlier. A key that turns
+    -- out completed is corrected below. A queue whose head does not move is
+    -- locked but not rewritten.
+    INSERT INTO pgsched.queues AS q (partition_id, ordering_id, head_scheduled_at, head_uniqueness_key, next_at)
+    SELECT DISTINCT ON (u.p, u.o) u.p, u.o, u.sa, coalesce(u.uk, ''), u.sa
+    FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) AS u(p, o, sa, uk)
+    ORDER BY u.p, u.o, u.sa, coalesce(u.uk, '')
     ON CONFLICT (partition_id, ordering_id) DO UPDATE
-    SET head_scheduled_at = least(q.head_scheduled_at, excluded.head_scheduled_at),
-        next_at = CASE WHEN excluded.head_scheduled_at < q.head_scheduled_at THEN excluded.next_at ELSE q.next_at END;
+    SET head_scheduled_at = excluded.head_scheduled_at, head_uniqueness_key = excluded.head_uniqueness_key,
+        next_at = excluded.next_at
+    WHERE excluded.head_scheduled_at < q.head_scheduled_at;
 
-    -- With the queue locks held, this statement's fresh snapshot sees every
-    -- completion of these ordering_ids: a completed key never runs again.
-    WITH u AS (
-        SELECT x.i, x.p, x.o, x.sa, coalesce(x.uk, '') AS uk, coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(x.k, 'default') AS k
-        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
-    ), done AS (
-        SELECT u.i FROM u WHERE EXISTS (
+    -- With the queue locks held, the next statement's fresh snapshot sees
+    -- every completion of these ordering_ids: a completed key never runs
+    -- again. A key completes after its scheduled_at and, as its finisher held
+    -- the queue lock we now hold, before now: the bounds [lo, hi] prune the
+    -- daily completion partitions to those that can hold a tombstone of this
+    -- batch (none when it is all in the future).
+    lo := (SELECT min(u.sa) FROM unnest(scheduled_ats) AS u(sa));
+    hi := clock_timestamp() + interval '1 minute';
+    IF lo <= hi THEN
+        SELECT array_agg(u.i) INTO done FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) WITH ORDINALITY AS u(p, o, sa, uk, i)
+        CROSS JOIN LATERAL (
             SELECT 1 FROM pgsched.completions c
             WHERE c.partition_id = u.p AND c.ordering_id = u.o AND c.scheduled_at = u.sa
-              AND c.uniqueness_key = u.uk AND c.completed_at >= u.sa)
+              AND c.uniqueness_key = coalesce(u.uk, '') AND c.completed_at >= lo AND c.completed_at <= hi
+            LIMIT 1) c;
+    END IF;
+
+    WITH u AS (
+        SELECT x.i, x.p, x.o, x.sa, coalesce(x.uk, '') AS uk, coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(x.k, 'default') AS k,
+               x.i IN (SELECT unnest(done)) AS completed
+        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
     ), cand AS (
         SELECT DISTINCT ON (u.p, u.o, u.sa, u.uk) u.*
-        FROM u WHERE u.i NOT IN (SELECT done.i FROM done)
+        FROM u WHERE NOT u.completed
         ORDER BY u.p, u.o, u.sa, u.uk, u.i DESC
     ), up AS (
         INSERT INTO pgsched.tasks AS t (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
@@ -304,7 +325,7 @@ BEGIN
         RETURNING t.partition_id, t.ordering_id, t.scheduled_at, t.uniqueness_key, (t.revision = 0) AS inserted
     )
     SELECT array_agg(
-        CASE WHEN u.i IN (SELECT done.i FROM done) THEN 'already_completed'
+        CASE WHEN u.completed THEN 'already_completed'
              WHEN up.inserted THEN 'inserted'
              WHEN up.inserted IS NOT NULL THEN 'updated'
         END ORDER BY u.i) INTO results
@@ -440,28 +461,102 @@ $$;
 -- +goose StatementEnd
 
 
+-- lock_queues locks the given ordering queues in key order (so lockers
+-- cannot deadlock), one index probe each.
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.lock_queues(partition_ids integer[], ordering_ids text[])
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM 1 FROM (
+        SELECT DISTINCT a.p, a.o FROM unnest(partition_ids, ordering_ids) AS a(p, o) ORDER BY a.p, a.o
+    ) a
+    CROSS JOIN LATERAL (
+        SELECT 1 FROM pgsched.queues q WHERE q.partition_id = a.p AND q.ordering_id = a.o LIMIT 1 FOR UPDATE
+    ) l;
+END
+$$;
+-- +goose StatementEnd
+
 -- advance_queues moves the given ordering queues, whose running task just
 -- finished or was given back, on to their next head (or removes them when
--- they have no task left). The caller holds the queue row locks.
+-- they have no task left), in one statement. The caller holds the queue row
+-- locks. The head is found with two index probes (earliest scheduled_at,
+-- then the first enqueued at that time), whatever the queue's length.
 -- +goose StatementBegin
 CREATE FUNCTION pgsched.advance_queues(partition_ids integer[], ordering_ids text[])
 RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
-    UPDATE pgsched.queues q
-    SET running = false, head_scheduled_at = h.scheduled_at, next_at = h.run_at
-    FROM unnest(partition_ids, ordering_ids) AS a(p, o)
-    CROSS JOIN LATERAL (
-        SELECT t.scheduled_at, t.run_at FROM pgsched.tasks t
-        WHERE t.partition_id = a.p AND t.ordering_id = a.o
-        ORDER BY t.scheduled_at, t.id LIMIT 1
-    ) h
-    WHERE q.partition_id = a.p AND q.ordering_id = a.o;
-
+    WITH h AS (
+        SELECT a.p, a.o, hd.scheduled_at, hd.uniqueness_key, hd.run_at
+        FROM unnest(partition_ids, ordering_ids) AS a(p, o)
+        LEFT JOIN LATERAL (
+            SELECT t.scheduled_at, t.uniqueness_key, t.run_at FROM pgsched.tasks t
+            WHERE t.partition_id = a.p AND t.ordering_id = a.o
+              AND t.scheduled_at = (SELECT t2.scheduled_at FROM pgsched.tasks t2
+                                    WHERE t2.partition_id = a.p AND t2.ordering_id = a.o
+                                    ORDER BY t2.scheduled_at LIMIT 1)
+            ORDER BY t.id LIMIT 1
+        ) hd ON true
+    ), moved AS (
+        UPDATE pgsched.queues q
+        SET running = false, head_scheduled_at = h.scheduled_at, head_uniqueness_key = h.uniqueness_key, next_at = h.run_at
+        FROM h
+        WHERE q.partition_id = h.p AND q.ordering_id = h.o AND h.scheduled_at IS NOT NULL
+    )
     DELETE FROM pgsched.queues q
-    USING unnest(partition_ids, ordering_ids) AS a(p, o)
-    WHERE q.partition_id = a.p AND q.ordering_id = a.o
-      AND NOT EXISTS (SELECT 1 FROM pgsched.tasks t WHERE t.partition_id = a.p AND t.ordering_id = a.o);
+    USING h
+    WHERE q.partition_id = h.p AND q.ordering_id = h.o AND h.scheduled_at IS NULL;
+END
+$$;
+-- +goose StatementEnd
+
+-- claim_due claims the head task of up to p_max due ordering queues of one
+-- partition for the node (p_node_id, p_epoch) when its lease is live, and
+-- returns the claimed tasks. Queues are locked with SKIP LOCKED in a CTE
+-- (never IN (subquery ... FOR UPDATE), which can update more rows than the
+-- limit). Each queue names its head's key, found with one primary-key probe
+-- (a LATERAL ... LIMIT 1 cannot be flattened into a join); both updates then
+-- address their rows by ctid, so no plan scans a partition per claimed task,
+-- even on tables never analyzed. The task update re-checks state and run_at,
+-- so a task changed since this statement's snapshot is left alone. Seq scans
+-- are disabled because the planner, costing a ctid fetch as a random page
+-- read, prefers scanning a small partition whole to fetching 100 tuples.
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.claim_due(p_node_id text, p_epoch bigint, p_partition integer, p_max integer)
+RETURNS SETOF pgsched.tasks
+LANGUAGE plpgsql
+SET enable_seqscan = off
+AS $$
+BEGIN
+    RETURN QUERY
+    WITH q AS (
+        SELECT qq.ctid AS qtid, qq.ordering_id, qq.head_scheduled_at, qq.head_uniqueness_key FROM pgsched.queues qq
+        WHERE qq.partition_id = p_partition AND NOT qq.running AND qq.next_at <= now()
+          AND EXISTS (SELECT 1 FROM pgsched.nodes n
+                      WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now())
+        ORDER BY qq.next_at
+        LIMIT p_max
+        FOR UPDATE SKIP LOCKED
+    ), claimed AS (
+        UPDATE pgsched.tasks t
+        SET state = 'running', node_id = p_node_id, epoch = p_epoch, attempt = t.attempt + 1, claimed_at = now()
+        WHERE t.partition_id = p_partition
+          AND t.ctid = ANY (ARRAY(
+            SELECT h.ctid FROM q CROSS JOIN LATERAL (
+                SELECT t2.ctid FROM pgsched.tasks t2
+                WHERE t2.partition_id = p_partition AND t2.ordering_id = q.ordering_id
+                  AND t2.scheduled_at = q.head_scheduled_at AND t2.uniqueness_key = q.head_uniqueness_key
+                LIMIT 1) h))
+          AND t.state = 'pending' AND t.run_at <= now()
+        RETURNING t.*
+    ), marked AS (
+        UPDATE pgsched.queues qq SET running = true
+        WHERE qq.partition_id = p_partition
+          AND qq.ctid = ANY (ARRAY(SELECT q.qtid FROM q JOIN claimed c ON c.ordering_id = q.ordering_id))
+    )
+    SELECT c.* FROM claimed c;
 END
 $$;
 -- +goose StatementEnd
@@ -485,7 +580,17 @@ CREATE FUNCTION pgsched.finish_tasks(
     errors         text[]
 )
 RETURNS bigint[]
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+-- The batch spans partitions, and the planner does not cost run-time
+-- partition pruning: left alone it prefers scanning every partition of the
+-- queues (or rescanning every running task per batch item) to one index
+-- probe per item. These settings, with LATERAL ... LIMIT 1 probes, keep
+-- every plan at a few index probes per item.
+SET enable_seqscan = off
+SET enable_mergejoin = off
+SET enable_material = off
+SET enable_nestloop = on
+AS $$
 DECLARE
     applied_p integer[];
     applied_o text[];
@@ -493,11 +598,11 @@ DECLARE
 BEGIN
     -- Lock the queues first, in key order, so enqueuers and other finishers
     -- queue up behind us and the statements below see their commits.
-    PERFORM 1 FROM pgsched.queues q
-    JOIN unnest(partition_ids, ordering_ids) AS b(p, o) ON q.partition_id = b.p AND q.ordering_id = b.o
-    ORDER BY q.partition_id, q.ordering_id
-    FOR UPDATE OF q;
+    PERFORM pgsched.lock_queues(partition_ids, ordering_ids);
 
+    -- The tasks changed here are running ones: hash the batch against the
+    -- running tasks (a partial index), never rescan them per batch item.
+    SET LOCAL enable_nestloop = off;
     WITH b AS (
         SELECT * FROM unnest(partition_ids, ordering_ids, task_ids, outcomes, retry_delays, errors)
             AS b(p, o, id, outcome, retry_delay, err)
@@ -531,6 +636,7 @@ BEGIN
     )
     SELECT array_agg(a.partition_id), array_agg(a.ordering_id), array_agg(a.id)
     INTO applied_p, applied_o, applied_id FROM applied a;
+    SET LOCAL enable_nestloop = on;
 
     IF applied_id IS NULL THEN
         RETURN '{}';
@@ -549,7 +655,12 @@ $$;
 -- +goose StatementBegin
 CREATE FUNCTION pgsched.rescue_expired(p_nodes text[] DEFAULT NULL)
 RETURNS integer
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET enable_seqscan = off
+SET enable_mergejoin = off
+SET enable_material = off
+SET enable_nestloop = on
+AS $$
 DECLARE
     lost_p integer[];
     lost_o text[];
@@ -569,11 +680,9 @@ BEGIN
         RETURN 0;
     END IF;
 
-    PERFORM 1 FROM pgsched.queues q
-    JOIN unnest(lost_p, lost_o) AS b(p, o) ON q.partition_id = b.p AND q.ordering_id = b.o
-    ORDER BY q.partition_id, q.ordering_id
-    FOR UPDATE OF q;
+    PERFORM pgsched.lock_queues(lost_p, lost_o);
 
+    SET LOCAL enable_nestloop = off;
     WITH back AS (
         UPDATE pgsched.tasks t
         SET state = 'pending', last_error = format('node %s (epoch %s) lost its lease while running this task', t.node_id, t.epoch),
@@ -584,6 +693,7 @@ BEGIN
         RETURNING t.partition_id, t.ordering_id
     )
     SELECT array_agg(back.partition_id), array_agg(back.ordering_id) INTO lost_p, lost_o FROM back;
+    SET LOCAL enable_nestloop = on;
     n := coalesce(cardinality(lost_p), 0);
     IF n = 0 THEN
         RETURN 0;
@@ -598,7 +708,7 @@ $$;
 
 -- +goose Down
 -- The schema itself stays: goose keeps its version table there.
-DROP FUNCTION pgsched.rescue_expired, pgsched.finish_tasks, pgsched.advance_queues, pgsched.reschedule, pgsched.cancel,
+DROP FUNCTION pgsched.rescue_expired, pgsched.finish_tasks, pgsched.claim_due, pgsched.advance_queues, pgsched.lock_queues, pgsched.reschedule, pgsched.cancel,
     pgsched.schedule, pgsched.schedule_many, pgsched.refresh_queue, pgsched.ensure_completion_partitions,
     pgsched.partition_of;
 DROP TABLE pgsched.nodes, pgsched.dead_tasks, pgsched.completions, pgsched.queues, pgsched.tasks, pgsched.settings;

@@ -94,11 +94,12 @@ type PgschedPartitionOwner struct {
 }
 
 type PgschedQueue struct {
-	PartitionID     int32
-	OrderingID      string
-	HeadScheduledAt time.Time
-	NextAt          time.Time
-	Running         bool
+	PartitionID       int32
+	OrderingID        string
+	HeadScheduledAt   time.Time
+	HeadUniquenessKey string
+	NextAt            time.Time
+	Running           bool
 }
 
 type PgschedSetting struct {

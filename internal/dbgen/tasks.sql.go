@@ -103,43 +103,10 @@ func (q *Queries) TaskCancel(ctx context.Context, db DBTX, arg TaskCancelParams)
 }
 
 const taskClaimDue = `-- name: TaskClaimDue :many
-WITH me AS (
-    SELECT 1 FROM pgsched.nodes n
-    WHERE n.node_id = $1::text AND n.epoch = $2::bigint AND n.lease_expires_at > now()
-), q AS (
-    SELECT qq.partition_id, qq.ordering_id FROM pgsched.queues qq
-    WHERE qq.partition_id = $3::integer AND NOT qq.running AND qq.next_at <= now()
-      AND EXISTS (SELECT 1 FROM me)
-    ORDER BY qq.next_at
-    LIMIT $4::integer
-    FOR UPDATE SKIP LOCKED
-), h AS (
-    SELECT hd.id, hd.ordering_id, hd.scheduled_at, hd.uniqueness_key FROM q
-    CROSS JOIN LATERAL (
-        SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key FROM pgsched.tasks t
-        WHERE t.partition_id = $3::integer AND t.ordering_id = q.ordering_id
-        ORDER BY t.scheduled_at, t.id LIMIT 1
-    ) hd
-), claimed AS (
-    -- Joined on the whole primary key, so each head is one index probe
-    -- whatever the planner believes about the table's size.
-    UPDATE pgsched.tasks t
-    SET state = 'running', node_id = $1::text, epoch = $2::bigint,
-        attempt = t.attempt + 1, claimed_at = now()
-    FROM h
-    WHERE t.partition_id = $3::integer AND t.ordering_id = h.ordering_id
-      AND t.scheduled_at = h.scheduled_at AND t.uniqueness_key = h.uniqueness_key AND t.id = h.id
-      AND t.state = 'pending' AND t.run_at <= now()
-    RETURNING t.partition_id, t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload,
-              t.attempt, t.run_at, t.claimed_at
-), marked AS (
-    UPDATE pgsched.queues qq SET running = true
-    FROM claimed c
-    WHERE qq.partition_id = $3::integer AND qq.ordering_id = c.ordering_id
-)
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
        c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at
-FROM claimed c
+FROM pgsched.claim_due($1::text, $2::bigint, $3::integer,
+                       $4::integer) AS c
 `
 
 type TaskClaimDueParams struct {
@@ -163,10 +130,7 @@ type TaskClaimDueRow struct {
 }
 
 // TaskClaimDue claims the head task of up to max_tasks due ordering queues of
-// one partition for a node whose lease is live. Queues are locked with SKIP
-// LOCKED in a CTE (never IN (subquery ... FOR UPDATE), which can update more
-// rows than the limit); the task update re-checks state and run_at so a task
-// cancelled or rescheduled since this statement's snapshot is left alone.
+// one partition for a node whose lease is live (see pgsched.claim_due).
 func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDueParams) ([]TaskClaimDueRow, error) {
 	rows, err := db.Query(ctx, taskClaimDue,
 		arg.NodeID,
