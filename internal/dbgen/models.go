@@ -43,6 +43,20 @@ type PgschedCompletion struct {
 	CompletedAt   time.Time
 }
 
+type PgschedDead struct {
+	DiedAt        time.Time
+	Kind          string
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Attempt       int32
+	LastError     pgtype.Text
+	NodeID        pgtype.Text
+	PartitionID   int32
+	ID            int64
+	Payload       []byte
+}
+
 type PgschedDeadTask struct {
 	PartitionID   int32
 	ID            int64
@@ -55,6 +69,12 @@ type PgschedDeadTask struct {
 	LastError     pgtype.Text
 	NodeID        pgtype.Text
 	DiedAt        time.Time
+}
+
+type PgschedLateness struct {
+	OldestDueAt interface{}
+	Lateness    interface{}
+	DueQueues   int64
 }
 
 type PgschedLeader struct {
@@ -93,6 +113,14 @@ type PgschedPartitionOwner struct {
 	AssignedAt  *time.Time
 }
 
+type PgschedPending struct {
+	Kind        string
+	PartitionID int32
+	Pending     int64
+	Due         int64
+	NextRunAt   interface{}
+}
+
 type PgschedQueue struct {
 	PartitionID       int32
 	OrderingID        string
@@ -100,6 +128,21 @@ type PgschedQueue struct {
 	HeadUniquenessKey string
 	NextAt            time.Time
 	Running           bool
+}
+
+type PgschedRunning struct {
+	PartitionID   int32
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	ID            int64
+	Kind          string
+	Attempt       int32
+	NodeID        pgtype.Text
+	Epoch         pgtype.Int8
+	ClaimedAt     *time.Time
+	RunningFor    int32
+	LeaseLive     interface{}
 }
 
 type PgschedSetting struct {
