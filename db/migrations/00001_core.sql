@@ -561,6 +561,30 @@ END
 $$;
 -- +goose StatementEnd
 
+-- claim_due_many claims up to p_max due heads from the given partitions, in
+-- the order given (the caller passes the most overdue first), in one
+-- transaction: one commit, one WAL flush, however many partitions it
+-- spans. Each partition is claimed by its own claim_due statement, which
+-- locks rows of that one partition only.
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.claim_due_many(p_node_id text, p_epoch bigint, p_partitions integer[], p_max integer)
+RETURNS SETOF pgsched.tasks
+LANGUAGE plpgsql AS $$
+DECLARE
+    p     integer;
+    left_ integer := p_max;
+    got   integer;
+BEGIN
+    FOREACH p IN ARRAY coalesce(p_partitions, '{}') LOOP
+        EXIT WHEN left_ <= 0;
+        RETURN QUERY SELECT * FROM pgsched.claim_due(p_node_id, p_epoch, p, left_);
+        GET DIAGNOSTICS got = ROW_COUNT;
+        left_ := left_ - got;
+    END LOOP;
+END
+$$;
+-- +goose StatementEnd
+
 -- finish_tasks records what happened to running tasks, in one batch:
 -- outcome 'completed' deletes the task and writes its tombstone, 'dead' moves
 -- it to dead_tasks, 'retry' makes it pending again retry_delay seconds from
@@ -708,7 +732,7 @@ $$;
 
 -- +goose Down
 -- The schema itself stays: goose keeps its version table there.
-DROP FUNCTION pgsched.rescue_expired, pgsched.finish_tasks, pgsched.claim_due, pgsched.advance_queues, pgsched.lock_queues, pgsched.reschedule, pgsched.cancel,
+DROP FUNCTION pgsched.rescue_expired, pgsched.finish_tasks, pgsched.claim_due_many, pgsched.claim_due, pgsched.advance_queues, pgsched.lock_queues, pgsched.reschedule, pgsched.cancel,
     pgsched.schedule, pgsched.schedule_many, pgsched.refresh_queue, pgsched.ensure_completion_partitions,
     pgsched.partition_of;
 DROP TABLE pgsched.nodes, pgsched.dead_tasks, pgsched.completions, pgsched.queues, pgsched.tasks, pgsched.settings;

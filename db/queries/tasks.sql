@@ -18,13 +18,14 @@ SELECT pgsched.reschedule(
     sqlc.arg(new_scheduled_at)::timestamptz
 );
 
--- TaskClaimDue claims the head task of up to max_tasks due ordering queues of
--- one partition for a node whose lease is live (see pgsched.claim_due).
+-- TaskClaimDue claims the head task of up to max_tasks due ordering queues
+-- from the given partitions, in order, for a node whose lease is live (see
+-- pgsched.claim_due_many), in one transaction.
 -- name: TaskClaimDue :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
        c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at
-FROM pgsched.claim_due(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sqlc.arg(partition_id)::integer,
-                       sqlc.arg(max_tasks)::integer) AS c;
+FROM pgsched.claim_due_many(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sqlc.arg(partition_ids)::integer[],
+                            sqlc.arg(max_tasks)::integer) AS c;
 
 -- name: TaskFinish :one
 SELECT pgsched.finish_tasks(

@@ -105,15 +105,15 @@ func (q *Queries) TaskCancel(ctx context.Context, db DBTX, arg TaskCancelParams)
 const taskClaimDue = `-- name: TaskClaimDue :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
        c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at
-FROM pgsched.claim_due($1::text, $2::bigint, $3::integer,
-                       $4::integer) AS c
+FROM pgsched.claim_due_many($1::text, $2::bigint, $3::integer[],
+                            $4::integer) AS c
 `
 
 type TaskClaimDueParams struct {
-	NodeID      string
-	Epoch       int64
-	PartitionID int32
-	MaxTasks    int32
+	NodeID       string
+	Epoch        int64
+	PartitionIds []int32
+	MaxTasks     int32
 }
 
 type TaskClaimDueRow struct {
@@ -129,13 +129,14 @@ type TaskClaimDueRow struct {
 	ClaimedAt     time.Time
 }
 
-// TaskClaimDue claims the head task of up to max_tasks due ordering queues of
-// one partition for a node whose lease is live (see pgsched.claim_due).
+// TaskClaimDue claims the head task of up to max_tasks due ordering queues
+// from the given partitions, in order, for a node whose lease is live (see
+// pgsched.claim_due_many), in one transaction.
 func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDueParams) ([]TaskClaimDueRow, error) {
 	rows, err := db.Query(ctx, taskClaimDue,
 		arg.NodeID,
 		arg.Epoch,
-		arg.PartitionID,
+		arg.PartitionIds,
 		arg.MaxTasks,
 	)
 	if err != nil {

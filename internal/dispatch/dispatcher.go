@@ -191,27 +191,31 @@ func (d *Dispatcher) loop(ctx context.Context) {
 					due = append(due, p)
 				}
 			}
-			for len(due) > 0 && free > 0 {
-				p := due[0].Partition
-				// Never cancel a claim half-way: the server may commit it while
+			if len(due) > 0 && free > 0 {
+				parts := make([]int32, len(due))
+				for i, p := range due {
+					parts[i] = int32(p.Partition)
+				}
+				// One claim spans every due partition, most overdue first:
+				// one commit (one WAL flush) whatever the spread of the work.
+				// Never cancel it half-way: the server may commit it while
 				// the client gives up, leaving tasks claimed that nobody runs.
 				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-				jobs, err := d.cfg.Store.Claim(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, p, free)
+				jobs, err := d.cfg.Store.Claim(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, parts, free)
 				cancel()
 				if err != nil {
 					if ctx.Err() == nil {
-						d.cfg.Logger.Warn("claiming failed", "partition", p, "error", err)
+						d.cfg.Logger.Warn("claiming failed", "partitions", len(parts), "error", err)
 					}
 					due = nil
 					d.sleep(ctx, backoff)
 					backoff = min(backoff*2, d.cfg.PollInterval)
-					break
+					continue
 				}
 				backoff = 10 * time.Millisecond
 				if len(jobs) < free {
-					due = due[1:] // this partition ran dry (or is locked by others)
+					due = nil // every partition ran dry (or is locked by others)
 				}
-				free -= len(jobs)
 				for i := range jobs {
 					d.start(term, &Job{Claimed: jobs[i], Epoch: term.Epoch})
 				}

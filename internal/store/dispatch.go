@@ -24,11 +24,11 @@ type Claimed struct {
 	ClaimedAt     time.Time
 }
 
-// Claim takes the head task of up to max due queues of one partition for the
-// node (node, epoch). Nothing is claimed when the node's lease is not live.
-func (s *Store) Claim(ctx context.Context, db DBTX, node string, epoch int64, partition, max int) ([]Claimed, error) {
+// Claim takes the head task of up to max due queues from the partitions, in
+// the order given, for the node (node, epoch), in one transaction. Nothing is claimed when the node's lease is not live.
+func (s *Store) Claim(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int) ([]Claimed, error) {
 	rows, err := s.q.TaskClaimDue(ctx, s.db(db), dbgen.TaskClaimDueParams{
-		NodeID: node, Epoch: epoch, PartitionID: int32(partition), MaxTasks: int32(max),
+		NodeID: node, Epoch: epoch, PartitionIds: partitions, MaxTasks: int32(max),
 	})
 	if err != nil {
 		return nil, err
