@@ -54,13 +54,15 @@ func main() {
 }
 
 type bench struct {
-	url      string
-	runs     int
-	n        int
-	conc     int
-	rate     int
-	duration time.Duration
-	seq      int
+	partitions      int
+	tablePartitions int
+	url             string
+	runs            int
+	n               int
+	conc            int
+	rate            int
+	duration        time.Duration
+	seq             int
 
 	sustainedDuration  time.Duration
 	sustainedProducers int
@@ -86,6 +88,8 @@ func run(ctx context.Context) error {
 	flag.IntVar(&b.runs, "runs", 3, "runs per figure (median, min, max)")
 	flag.IntVar(&b.n, "n", 100_000, "tasks per burn-down and per batch-enqueue run")
 	flag.IntVar(&b.conc, "concurrency", 100, "worker concurrency")
+	flag.IntVar(&b.partitions, "partitions", 64, "logical partitions of each benchmark schema")
+	flag.IntVar(&b.tablePartitions, "table-partitions", 0, "physical partitions of tasks and queues (0: migrator default)")
 	flag.IntVar(&b.rate, "rate", 2000, "tasks/s for the lateness run")
 	flag.DurationVar(&b.duration, "lateness-duration", 10*time.Second, "length of the lateness run")
 	flag.DurationVar(&b.sustainedDuration, "sustained-duration", 60*time.Second, "measured window of the sustained run")
@@ -247,7 +251,7 @@ func short(n int) string {
 func (b *bench) fresh(ctx context.Context) (*pgxpool.Pool, *pgsched.Client, string, func(), error) {
 	b.seq++
 	schema := fmt.Sprintf("bench_%d_%d", os.Getpid(), b.seq)
-	if err := migrator.Up(ctx, b.url, migrator.Options{Schema: schema}); err != nil {
+	if err := migrator.Up(ctx, b.url, migrator.Options{Schema: schema, Partitions: b.partitions, TablePartitions: b.tablePartitions}); err != nil {
 		return nil, nil, "", nil, err
 	}
 	cfg, err := pgxpool.ParseConfig(b.url)

@@ -3,8 +3,9 @@
 //	migrate [flags] up|down|reset|status
 //
 // Flags mirror environment variables: -database-url (DATABASE_URL), -schema
-// (PGSCHED_SCHEMA), -partitions (PGSCHED_PARTITIONS, used only when the
-// schema is first created).
+// (PGSCHED_SCHEMA), -partitions (PGSCHED_PARTITIONS) and -table-partitions
+// (PGSCHED_TABLE_PARTITIONS), both used only when the schema is first
+// created.
 package main
 
 import (
@@ -42,6 +43,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		partitions = n
 	}
+	tablePartitions := 0
+	if v := getenv("PGSCHED_TABLE_PARTITIONS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("PGSCHED_TABLE_PARTITIONS=%q is not a number", v)
+		}
+		tablePartitions = n
+	}
 	schema := getenv("PGSCHED_SCHEMA")
 	if schema == "" {
 		schema = "pgsched"
@@ -49,6 +58,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL connection string (DATABASE_URL)")
 	fs.StringVar(&schema, "schema", schema, "schema holding pgsched's tables (PGSCHED_SCHEMA)")
 	fs.IntVar(&partitions, "partitions", partitions, "logical partitions, fixed when the schema is created (PGSCHED_PARTITIONS)")
+	fs.IntVar(&tablePartitions, "table-partitions", tablePartitions, "physical partitions of tasks and queues, fixed when the schema is created; 0: min(8, partitions) (PGSCHED_TABLE_PARTITIONS)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: migrate [flags] up|down|reset|status")
 		fs.PrintDefaults()
@@ -64,7 +74,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return errors.New("no database: set DATABASE_URL or -database-url")
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	m, err := migrator.Open(ctx, *dbURL, migrator.Options{Schema: schema, Partitions: partitions, Logger: logger})
+	m, err := migrator.Open(ctx, *dbURL, migrator.Options{Schema: schema, Partitions: partitions, TablePartitions: tablePartitions, Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -148,6 +148,7 @@ type PgschedRunning struct {
 type PgschedSetting struct {
 	Singleton           bool
 	PartitionCount      int32
+	TablePartitions     int32
 	Grace               pgtype.Interval
 	CompletionRetention pgtype.Interval
 	MaxPayloadBytes     int32

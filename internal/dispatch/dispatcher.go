@@ -215,6 +215,13 @@ func (d *Dispatcher) loop(ctx context.Context) {
 				backoff = 10 * time.Millisecond
 				if len(jobs) < free {
 					due = nil // every partition ran dry (or is locked by others)
+				} else {
+					// The claim moved on from a partition only once it ran
+					// dry: start the next one at the last that gave tasks.
+					last := jobs[len(jobs)-1].Partition
+					for len(due) > 1 && due[0].Partition != last {
+						due = due[1:]
+					}
 				}
 				for i := range jobs {
 					d.start(term, &Job{Claimed: jobs[i], Epoch: term.Epoch})

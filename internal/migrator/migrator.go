@@ -46,6 +46,11 @@ type Options struct {
 	// Partitions is the fixed number of logical partitions, used only when
 	// the schema is first created. Defaults to 64; at most 4096.
 	Partitions int
+	// TablePartitions is how many physical partitions tasks and queues are
+	// split into (each holding every TablePartitions-th logical partition),
+	// used only when the schema is first created. Defaults to 8 (or
+	// Partitions, if fewer).
+	TablePartitions int
 	// Logger receives one line per applied migration. Defaults to discarding.
 	Logger *slog.Logger
 }
@@ -62,6 +67,12 @@ func (o *Options) fill() error {
 	}
 	if o.Partitions < 1 || o.Partitions > 4096 {
 		return fmt.Errorf("partitions must be between 1 and 4096, got %d", o.Partitions)
+	}
+	if o.TablePartitions == 0 {
+		o.TablePartitions = min(8, o.Partitions)
+	}
+	if o.TablePartitions < 1 || o.TablePartitions > o.Partitions {
+		return fmt.Errorf("table partitions must be between 1 and the partition count %d, got %d", o.Partitions, o.TablePartitions)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -86,6 +97,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*Migrator, err
 		return nil, fmt.Errorf("parsing database URL: %w", err)
 	}
 	cfg.RuntimeParams[opts.Schema+".partition_count"] = strconv.Itoa(opts.Partitions)
+	cfg.RuntimeParams[opts.Schema+".table_partitions"] = strconv.Itoa(opts.TablePartitions)
 	db := stdlib.OpenDB(*cfg)
 	db.SetMaxOpenConns(2)
 

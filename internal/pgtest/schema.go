@@ -24,6 +24,10 @@ type DB struct {
 type SchemaOptions struct {
 	// Partitions is the logical partition count. Defaults to 8 (fast to migrate).
 	Partitions int
+	// TablePartitions is the physical partition count of tasks and queues.
+	// Defaults to half of Partitions (at least 1), so tests run with table
+	// partitions that each hold several logical ones, as production does.
+	TablePartitions int
 	// MaxConns of the returned pool. Defaults to 10.
 	MaxConns int32
 }
@@ -36,6 +40,9 @@ func NewSchema(tb testing.TB, opts SchemaOptions) *DB {
 	if opts.Partitions == 0 {
 		opts.Partitions = 8
 	}
+	if opts.TablePartitions == 0 {
+		opts.TablePartitions = max(1, opts.Partitions/2)
+	}
 	if opts.MaxConns == 0 {
 		opts.MaxConns = 10
 	}
@@ -43,7 +50,7 @@ func NewSchema(tb testing.TB, opts SchemaOptions) *DB {
 	schema := UniqueName(tb, "t")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := migrator.Up(ctx, base, migrator.Options{Schema: schema, Partitions: opts.Partitions}); err != nil {
+	if err := migrator.Up(ctx, base, migrator.Options{Schema: schema, Partitions: opts.Partitions, TablePartitions: opts.TablePartitions}); err != nil {
 		tb.Fatalf("pgtest: migrating schema %s: %v", schema, err)
 	}
 	tb.Cleanup(func() {
