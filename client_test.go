@@ -90,7 +90,7 @@ func claimTask(t *testing.T, b clientBundle, orderingID string) (store.Claimed, 
 	require.NoError(t, err)
 	set, err := b.store.Settings(ctx, b.db.Pool)
 	require.NoError(t, err)
-	got, err := b.store.Claim(ctx, b.db.Pool, node, lease.Epoch, []int32{int32(pgsched.Partition(orderingID, set.PartitionCount))}, 100)
+	got, err := b.store.Claim(ctx, b.db.Pool, node, lease.Epoch, []int32{int32(pgsched.Partition(orderingID, set.PartitionCount))}, 100, 0)
 	require.NoError(t, err)
 	for _, c := range got {
 		if c.OrderingID == orderingID {
@@ -340,7 +340,7 @@ func TestRescheduleRacesClaim(t *testing.T) {
 				default:
 				}
 				for p := range set.PartitionCount {
-					got, err := b.store.Claim(ctx, b.db.Pool, "claimer", lease.Epoch, []int32{int32((p + w) % set.PartitionCount)}, 5)
+					got, err := b.store.Claim(ctx, b.db.Pool, "claimer", lease.Epoch, []int32{int32((p + w) % set.PartitionCount)}, 5, 0)
 					if !assertNoErr(t, err) {
 						return
 					}

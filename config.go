@@ -28,6 +28,11 @@ type Config struct {
 	// LeaseTTL is how long the node's lease lasts without renewal; renewed
 	// every third of it. Defaults to 10s.
 	LeaseTTL time.Duration
+	// ClaimAhead claims tasks due within this much of now and starts each
+	// exactly when due, so a claim's round trip and commit are not part of
+	// start lateness. A task claimed ahead holds its ordering_id's queue for
+	// that long. Defaults to 25ms; negative claims only due tasks; at most 1s.
+	ClaimAhead time.Duration
 	// PollInterval is the fallback check for due work when no notification
 	// or timer fires. Defaults to 1s.
 	PollInterval time.Duration

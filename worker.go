@@ -77,6 +77,14 @@ func NewWorker(pool *pgxpool.Pool, cfg Config) (*Worker, error) {
 	if cfg.FlexDown <= 0 {
 		cfg.FlexDown = time.Minute
 	}
+	switch {
+	case cfg.ClaimAhead == 0:
+		cfg.ClaimAhead = 25 * time.Millisecond
+	case cfg.ClaimAhead < 0:
+		cfg.ClaimAhead = 0
+	case cfg.ClaimAhead > time.Second:
+		return nil, fmt.Errorf("pgsched: ClaimAhead must be at most 1s, got %s", cfg.ClaimAhead)
+	}
 	if cfg.ClusterInterval <= 0 {
 		cfg.ClusterInterval = min(cfg.LeaseTTL/3, time.Second)
 	}
@@ -212,6 +220,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		Exec:         w.exec,
 		Wake:         wake,
 		PollInterval: w.cfg.PollInterval,
+		ClaimAhead:   w.cfg.ClaimAhead,
 		FinishBatch:  w.cfg.FinishBatch,
 		FinishDelay:  w.cfg.FinishDelay,
 		DrainTimeout: w.cfg.DrainTimeout,
@@ -286,12 +295,9 @@ func (w *Worker) Stop(ctx context.Context) error {
 	}
 }
 
-func (w *Worker) onClaimed(job *dispatch.Job) {
+func (w *Worker) onClaimed(*dispatch.Job) {
 	w.metrics.Claimed.Inc()
 	w.metrics.Running.Inc()
-	if job.Attempt == 1 {
-		w.metrics.Lateness.Observe(max(job.ClaimedAt.Sub(job.ScheduledAt).Seconds(), 0))
-	}
 }
 
 func (w *Worker) onFinished(job *dispatch.Job, res dispatch.Result, ran time.Duration) {
@@ -318,6 +324,9 @@ func (w *Worker) handlerFor(kind string) (Handler, bool) {
 
 // exec runs a job's handler and turns its error into an outcome.
 func (w *Worker) exec(ctx context.Context, dj *dispatch.Job) dispatch.Result {
+	if dj.Attempt == 1 {
+		w.metrics.Lateness.Observe(max(dj.StartLateness().Seconds(), 0))
+	}
 	job := &Job{
 		ID: dj.ID, OrderingID: dj.OrderingID, ScheduledAt: dj.ScheduledAt, UniquenessKey: dj.UniquenessKey,
 		Kind: dj.Kind, Payload: dj.Payload, Attempt: dj.Attempt, Partition: dj.Partition,

@@ -307,3 +307,51 @@ func TestIsolation(t *testing.T) {
 		"SELECT count(*) FROM "+b.db.Schema+".tasks WHERE ordering_id LIKE 'bad-%'").Scan(&badLeft))
 	require.Equal(t, 20, badLeft, "the bad ordering_ids hold their own tasks back, in order")
 }
+
+// TestClaimAheadStartsOnTime: tasks claimed ahead of their time are held
+// and started no earlier than scheduled.
+func TestClaimAheadStartsOnTime(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	early := map[string]time.Duration{}
+	cfg := fastConfig(b.db.Schema)
+	cfg.ClaimAhead = 400 * time.Millisecond
+	cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(_ context.Context, j *pgsched.Job) error {
+		mu.Lock()
+		early[j.OrderingID] = j.ScheduledAt.Sub(time.Now())
+		mu.Unlock()
+		return nil
+	})}
+	startWorker(t, b.db, cfg)
+
+	at := time.Now().Add(600 * time.Millisecond)
+	var tasks []pgsched.Task
+	for i := range 20 {
+		tasks = append(tasks, pgsched.Task{OrderingID: fmt.Sprint("ahead-", i), ScheduledAt: at.Add(time.Duration(i) * 10 * time.Millisecond)})
+	}
+	_, err := b.client.ScheduleMany(ctx, tasks)
+	require.NoError(t, err)
+	claimedEarly := false
+	for time.Now().Before(at) {
+		var n int
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+b.db.Schema+".running").Scan(&n))
+		mu.Lock()
+		started := len(early)
+		mu.Unlock()
+		if n > 0 && started == 0 {
+			claimedEarly = true
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.True(t, claimedEarly, "tasks were claimed before they were due")
+	waitDrained(t, b, 10*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, early, 20)
+	for id, d := range early {
+		// Microsecond storage of scheduled_at is the only slack.
+		require.LessOrEqual(t, d, time.Millisecond, "%s started %s before its time", id, d)
+	}
+}

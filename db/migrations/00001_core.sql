@@ -532,7 +532,9 @@ $$;
 -- overdue first), for the node (p_node_id, p_epoch) while its lease is
 -- live, and returns the claimed tasks: one transaction, so one commit (one
 -- WAL flush) however many partitions it spans. Each statement locks rows of
--- one partition only.
+-- one partition only. With p_ahead_seconds, heads due within that much of
+-- now are claimed too: the worker holds them and starts each on time, so a
+-- claim's round trip and commit are not part of a task's start lateness.
 --
 -- Queues are locked with SKIP LOCKED in a CTE (never IN (subquery ... FOR
 -- UPDATE), which can update more rows than the limit). Each queue names its
@@ -544,22 +546,25 @@ $$;
 -- disabled because the planner, costing a ctid fetch as a random page read,
 -- prefers scanning a small partition whole to fetching 100 tuples.
 -- +goose StatementBegin
-CREATE FUNCTION pgsched.claim_due_many(p_node_id text, p_epoch bigint, p_partitions integer[], p_max integer)
+CREATE FUNCTION pgsched.claim_due_many(p_node_id text, p_epoch bigint, p_partitions integer[], p_max integer,
+                                       p_ahead_seconds float8 DEFAULT 0)
 RETURNS SETOF pgsched.tasks
 LANGUAGE plpgsql
 SET enable_seqscan = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    p     integer;
-    left_ integer := p_max;
-    got   integer;
+    p       integer;
+    left_   integer := p_max;
+    got     integer;
+    horizon timestamptz := now() + make_interval(secs => greatest(p_ahead_seconds, 0));
 BEGIN
     FOREACH p IN ARRAY coalesce(p_partitions, '{}') LOOP
         EXIT WHEN left_ <= 0;
         RETURN QUERY
         WITH q AS (
             SELECT qq.ctid AS qtid, qq.ordering_id, qq.head_scheduled_at, qq.head_uniqueness_key FROM pgsched.queues qq
-            WHERE qq.partition_id = p AND NOT qq.running AND qq.next_at <= now()
+            WHERE qq.partition_id = p AND NOT qq.running AND qq.next_at <= horizon
               AND EXISTS (SELECT 1 FROM pgsched.nodes n
                           WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now())
             ORDER BY qq.next_at
@@ -575,7 +580,7 @@ BEGIN
                     WHERE t2.partition_id = p AND t2.ordering_id = q.ordering_id
                       AND t2.scheduled_at = q.head_scheduled_at AND t2.uniqueness_key = q.head_uniqueness_key
                     LIMIT 1) h))
-              AND t.state = 'pending' AND t.run_at <= now()
+              AND t.state = 'pending' AND t.run_at <= horizon
             RETURNING t.*
         ), marked AS (
             UPDATE pgsched.queues qq SET running = true

@@ -25,7 +25,7 @@ SELECT pgsched.reschedule(
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
        c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at
 FROM pgsched.claim_due_many(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sqlc.arg(partition_ids)::integer[],
-                            sqlc.arg(max_tasks)::integer) AS c;
+                            sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8) AS c;
 
 -- name: TaskFinish :one
 SELECT pgsched.finish_tasks(

@@ -106,7 +106,7 @@ const taskClaimDue = `-- name: TaskClaimDue :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
        c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at
 FROM pgsched.claim_due_many($1::text, $2::bigint, $3::integer[],
-                            $4::integer) AS c
+                            $4::integer, $5::float8) AS c
 `
 
 type TaskClaimDueParams struct {
@@ -114,6 +114,7 @@ type TaskClaimDueParams struct {
 	Epoch        int64
 	PartitionIds []int32
 	MaxTasks     int32
+	AheadSeconds float64
 }
 
 type TaskClaimDueRow struct {
@@ -138,6 +139,7 @@ func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDuePar
 		arg.Epoch,
 		arg.PartitionIds,
 		arg.MaxTasks,
+		arg.AheadSeconds,
 	)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,15 @@ type Job struct {
 	store.Claimed
 	// Epoch is the node term the task was claimed under.
 	Epoch int64
+	// Received is when the claim reached this process (local clock).
+	Received time.Time
+}
+
+// StartLateness is how late the job starts if it starts now, on the
+// database's clock: its claim time plus the time since the claim arrived,
+// minus its scheduled time.
+func (j *Job) StartLateness() time.Duration {
+	return j.ClaimedAt.Add(time.Since(j.Received)).Sub(j.ScheduledAt)
 }
 
 // Result is what a handler's run came to.
@@ -57,6 +66,10 @@ type Config struct {
 	Exec        ExecFunc
 	// Wake receives a value whenever new work may be due (NOTIFY).
 	Wake <-chan struct{}
+	// ClaimAhead claims tasks due within this much of now and starts each
+	// when it is due, so the claim's round trip and commit do not delay the
+	// start. 0 claims only tasks already due.
+	ClaimAhead time.Duration
 	// PollInterval is the fallback re-check when nothing else wakes the
 	// loop. Defaults to 1s.
 	PollInterval time.Duration
@@ -184,8 +197,8 @@ func (d *Dispatcher) loop(ctx context.Context) {
 					continue
 				}
 				for _, p := range next {
-					if p.DueIn > time.Millisecond {
-						wait = min(wait, p.DueIn)
+					if p.DueIn > d.cfg.ClaimAhead+time.Millisecond {
+						wait = min(wait, p.DueIn-d.cfg.ClaimAhead)
 						break
 					}
 					due = append(due, p)
@@ -201,7 +214,8 @@ func (d *Dispatcher) loop(ctx context.Context) {
 				// Never cancel it half-way: the server may commit it while
 				// the client gives up, leaving tasks claimed that nobody runs.
 				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-				jobs, err := d.cfg.Store.Claim(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, parts, free)
+				jobs, err := d.cfg.Store.Claim(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, parts, free, d.cfg.ClaimAhead)
+				received := time.Now()
 				cancel()
 				if err != nil {
 					if ctx.Err() == nil {
@@ -224,7 +238,7 @@ func (d *Dispatcher) loop(ctx context.Context) {
 					}
 				}
 				for i := range jobs {
-					d.start(term, &Job{Claimed: jobs[i], Epoch: term.Epoch})
+					d.start(term, &Job{Claimed: jobs[i], Epoch: term.Epoch, Received: received})
 				}
 			}
 		}
@@ -265,6 +279,16 @@ func (d *Dispatcher) start(term *lease.Term, job *Job) {
 			d.inflight.Add(-1)
 			d.poke()
 		}()
+		if early := job.RunAt.Sub(job.ClaimedAt) - time.Since(job.Received); early > 0 {
+			// Claimed ahead: start on time (on the database's clock).
+			t := time.NewTimer(early)
+			select {
+			case <-t.C:
+			case <-term.Done():
+			case <-d.abort.Done():
+			}
+			t.Stop()
+		}
 		if term.Context().Err() != nil || d.abort.Err() != nil {
 			// The term ended (or the stop deadline passed) before the handler
 			// could start: give the task back untouched.

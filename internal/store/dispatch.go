@@ -25,10 +25,12 @@ type Claimed struct {
 }
 
 // Claim takes the head task of up to max due queues from the partitions, in
-// the order given, for the node (node, epoch), in one transaction. Nothing is claimed when the node's lease is not live.
-func (s *Store) Claim(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int) ([]Claimed, error) {
+// the order given, for the node (node, epoch), in one transaction. Nothing is
+// claimed when the node's lease is not live. Tasks due within ahead are
+// claimed too; their RunAt is after their ClaimedAt.
+func (s *Store) Claim(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int, ahead time.Duration) ([]Claimed, error) {
 	rows, err := s.q.TaskClaimDue(ctx, s.db(db), dbgen.TaskClaimDueParams{
-		NodeID: node, Epoch: epoch, PartitionIds: partitions, MaxTasks: int32(max),
+		NodeID: node, Epoch: epoch, PartitionIds: partitions, MaxTasks: int32(max), AheadSeconds: ahead.Seconds(),
 	})
 	if err != nil {
 		return nil, err
