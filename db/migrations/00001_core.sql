@@ -43,12 +43,15 @@ AS $$ SELECT ((('x' || substr(md5(ordering_id), 1, 8))::bit(32)::bigint) % parti
 CREATE SEQUENCE pgsched.task_id_seq CACHE 64;
 
 -- Pending and running tasks. Partitioned by logical partition, which is a
--- function of ordering_id and so never changes with a task's state.
+-- function of ordering_id and so never changes with a task's state. Keys
+-- are compared bytewise (COLLATE "C"): they are identifiers, and indexes on
+-- them must not depend on the operating system's locale, whose rules can
+-- change under an index with a C library upgrade.
 CREATE TABLE pgsched.tasks (
     partition_id   integer     NOT NULL,
-    ordering_id    text        NOT NULL,
+    ordering_id    text COLLATE "C" NOT NULL,
     scheduled_at   timestamptz NOT NULL,
-    uniqueness_key text        NOT NULL DEFAULT '',
+    uniqueness_key text COLLATE "C" NOT NULL DEFAULT '',
     id             bigint      NOT NULL DEFAULT nextval('pgsched.task_id_seq'),
     kind           text        NOT NULL DEFAULT 'default',
     payload        jsonb       NOT NULL DEFAULT '{}',
@@ -77,9 +80,9 @@ CREATE UNIQUE INDEX tasks_one_running ON pgsched.tasks (partition_id, ordering_i
 -- when the head may run; running means its head runs.
 CREATE TABLE pgsched.queues (
     partition_id        integer     NOT NULL,
-    ordering_id         text        NOT NULL,
+    ordering_id         text COLLATE "C" NOT NULL,
     head_scheduled_at   timestamptz NOT NULL,
-    head_uniqueness_key text        NOT NULL,
+    head_uniqueness_key text COLLATE "C" NOT NULL,
     next_at             timestamptz NOT NULL,
     running           boolean     NOT NULL DEFAULT false,
     PRIMARY KEY (partition_id, ordering_id)
@@ -115,9 +118,9 @@ $$;
 -- day of completion and dropped whole past the retention window.
 CREATE TABLE pgsched.completions (
     partition_id   integer     NOT NULL,
-    ordering_id    text        NOT NULL,
+    ordering_id    text COLLATE "C" NOT NULL,
     scheduled_at   timestamptz NOT NULL,
-    uniqueness_key text        NOT NULL,
+    uniqueness_key text COLLATE "C" NOT NULL,
     kind           text        NOT NULL,
     attempt        integer     NOT NULL,
     node_id        text,
@@ -131,9 +134,9 @@ CREATE INDEX completions_key ON pgsched.completions (partition_id, ordering_id, 
 CREATE TABLE pgsched.dead_tasks (
     partition_id   integer     NOT NULL,
     id             bigint      NOT NULL,
-    ordering_id    text        NOT NULL,
+    ordering_id    text COLLATE "C" NOT NULL,
     scheduled_at   timestamptz NOT NULL,
-    uniqueness_key text        NOT NULL,
+    uniqueness_key text COLLATE "C" NOT NULL,
     kind           text        NOT NULL,
     payload        jsonb       NOT NULL,
     attempt        integer     NOT NULL,
