@@ -187,11 +187,13 @@ CREATE VIEW pgsched.stand_ins AS
 WITH RECURSIVE down AS (
     SELECT b.node_id, b.backup_node_id FROM pgsched.backups b
     WHERE NOT EXISTS (SELECT 1 FROM pgsched.nodes n WHERE n.node_id = b.node_id AND n.lease_expires_at > now())
-), chain (node_id, via, depth) AS (
-    SELECT d.node_id, d.backup_node_id, 1 FROM down d
+), chain (node_id, via, seen) AS (
+    SELECT d.node_id, d.backup_node_id, ARRAY[d.node_id] FROM down d
     UNION ALL
-    SELECT c.node_id, d.backup_node_id, c.depth + 1 FROM chain c JOIN down d ON d.node_id = c.via
-    WHERE c.depth < 1000
+    -- Follow the chain through down nodes; a chain that comes back to a
+    -- node it passed is all down, and stops.
+    SELECT c.node_id, d.backup_node_id, c.seen || d.node_id FROM chain c JOIN down d ON d.node_id = c.via
+    WHERE d.node_id <> ALL (c.seen)
 )
 SELECT c.node_id, c.via AS stand_in_node_id, dn.lease_expires_at AS down_since
 FROM chain c
