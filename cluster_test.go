@@ -461,3 +461,70 @@ func TestScaleOutAndIn(t *testing.T) {
 	waitDrained(t, b, 2*time.Minute)
 	require.Zero(t, checkLog(t, b.db, ids, perID), "a graceful scale-in re-runs nothing")
 }
+
+// TestLeaveHandsOverAtOnce: a node stopping with SIGTERM hands its
+// partitions over when the stop begins, not when its drain ends: while it
+// still drains a long task, new tasks in its partitions run elsewhere.
+func TestLeaveHandsOverAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	createExecLog(t, b.db)
+	kids := map[string]*child{}
+	for _, n := range []string{"lv-a", "lv-b"} {
+		kids[n] = startChild(t, b.db, n, 0, 5, 5*time.Second)
+	}
+	rows := waitSettled(t, b.db, []string{"lv-a", "lv-b"})
+	a, _ := row(rows, "lv-a")
+	holdID := idIn(t, 100, a.Partitions)
+	_, err := b.client.Schedule(context.Background(), pgsched.Task{OrderingID: holdID, ScheduledAt: time.Now(), UniquenessKey: "00000", Kind: "hold"})
+	require.NoError(t, err)
+	kids["lv-a"].waitLine(t, "RUNNING "+holdID, 20*time.Second)
+
+	stopped := time.Now()
+	require.NoError(t, kids["lv-a"].cmd.Process.Signal(syscall.SIGTERM))
+	eventually(t, 5*time.Second, func() bool {
+		for _, p := range a.Partitions {
+			if servedBy(t, b.db)[p] != "lv-b" {
+				return false
+			}
+		}
+		return true
+	}, "lv-b serves lv-a's partitions")
+	took := time.Since(stopped)
+	t.Logf("lv-a got SIGTERM; its partitions served by lv-b after %s, while lv-a drains", took.Round(time.Millisecond))
+
+	// A new task in lv-a's partitions runs on lv-b while lv-a still drains
+	// (its hold task only ends at lv-a's 5s drain timeout).
+	other := ""
+	for i := range 100 {
+		id := fmt.Sprintf("id-%04d", i)
+		if id != holdID && slices.Contains(a.Partitions, int32(pgsched.Partition(id, 8))) {
+			other = id
+			break
+		}
+	}
+	require.NotEmpty(t, other)
+	_, err = b.client.Schedule(context.Background(), pgsched.Task{OrderingID: other, ScheduledAt: time.Now(), UniquenessKey: "00000"})
+	require.NoError(t, err)
+	eventually(t, 5*time.Second, func() bool {
+		var node string
+		_ = b.db.Pool.QueryRow(context.Background(), "SELECT node FROM "+b.db.Schema+".execlog WHERE ordering_id = $1", other).Scan(&node)
+		return node == "lv-b"
+	}, "the new task runs on lv-b")
+	// It deregisters only when its drain ends: a live row means it still
+	// drains, under its lease, marked leaving.
+	var live, leaving bool
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+		"SELECT live, leaving FROM "+b.db.Schema+".cluster WHERE node_id = 'lv-a'").Scan(&live, &leaving))
+	require.True(t, live, "lv-a keeps its lease while it drains")
+	require.True(t, leaving)
+
+	require.NoError(t, kids["lv-a"].cmd.Wait())
+	waitDrained(t, b, 20*time.Second)
+	var attempt int
+	var node string
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+		"SELECT attempt, node FROM "+b.db.Schema+".execlog WHERE ordering_id = $1", holdID).Scan(&attempt, &node))
+	require.Equal(t, 2, attempt, "the task lv-a gave back at its drain timeout ran again")
+	require.Equal(t, "lv-b", node)
+}

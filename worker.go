@@ -283,8 +283,15 @@ func (w *Worker) Stop(ctx context.Context) error {
 		return nil
 	}
 	w.stopped = true
-	cancel, done := w.cancel, w.done
+	cancel, done, node := w.cancel, w.done, w.node
 	w.mu.Unlock()
+	// Hand the partitions over before draining, not after: the backup and
+	// the leader take them at once while running tasks finish here.
+	lctx, lcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	if err := node.Leave(lctx); err != nil {
+		w.logger.Warn("announcing the leave failed; partitions move when the node deregisters", "error", err)
+	}
+	lcancel()
 	cancel()
 	select {
 	case <-done:

@@ -8,6 +8,12 @@
 -- the database clock.
 
 -- +goose Up
+-- A node that is stopping cleanly marks itself leaving: it keeps its lease
+-- (so the outcomes of the tasks it drains still count) but serves nothing
+-- more, so its backup and then the leader take its partitions over at
+-- once instead of after the drain.
+ALTER TABLE pgsched.nodes ADD COLUMN leaving boolean NOT NULL DEFAULT false;
+
 CREATE SEQUENCE pgsched.leader_term_seq;
 
 -- The leader lease: at most one row. term grows with every new leadership,
@@ -43,10 +49,10 @@ CREATE TABLE pgsched.backups (
 );
 
 -- leader_acquire takes or renews the leader lease for a node holding a live
--- node lease under p_epoch, and returns the leader term it holds, or NULL
--- when another node leads. The lease is taken when it is absent, expired,
--- or held by a node whose own lease is gone (deregistered, expired, or
--- re-registered under a new epoch). Times are taken into variables first
+-- node lease under p_epoch (and not leaving), and returns the leader term it
+-- holds, or NULL when another node leads. The lease is taken when it is
+-- absent, expired, or held by a node whose own lease is gone (deregistered,
+-- expired, or re-registered under a new epoch) or that is leaving. Times are taken into variables first
 -- (Citus forbids now() inside ON CONFLICT).
 -- +goose StatementBegin
 CREATE FUNCTION pgsched.leader_acquire(p_node_id text, p_epoch bigint, p_ttl_seconds float8)
@@ -59,7 +65,7 @@ DECLARE
     t       bigint;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pgsched.nodes n
-                   WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now) THEN
+                   WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now AND NOT n.leaving) THEN
         RETURN NULL;
     END IF;
     SELECT * INTO l FROM pgsched.leader FOR UPDATE;
@@ -79,7 +85,7 @@ BEGIN
     END IF;
     IF l.lease_expires_at <= t_now OR NOT EXISTS (
         SELECT 1 FROM pgsched.nodes n
-        WHERE n.node_id = l.node_id AND n.epoch = l.epoch AND n.lease_expires_at > t_now) THEN
+        WHERE n.node_id = l.node_id AND n.epoch = l.epoch AND n.lease_expires_at > t_now AND NOT n.leaving) THEN
         UPDATE pgsched.leader x
         SET node_id = p_node_id, epoch = p_epoch, term = nextval('pgsched.leader_term_seq'),
             elected_at = t_now, renewed_at = t_now, lease_expires_at = expires
@@ -180,13 +186,15 @@ END
 $$;
 -- +goose StatementEnd
 
--- stand_ins: for every member whose lease is not live (expired, or its row
--- is gone), the live node serving its partitions: its backup, or, when the
--- backup is down too, the backup's backup, and so on.
+-- stand_ins: for every member that does not serve (its lease is not live,
+-- its row is gone, or it is leaving), the serving node that stands in for
+-- it: its backup, or, when the backup is down too, the backup's backup, and
+-- so on.
 CREATE VIEW pgsched.stand_ins AS
 WITH RECURSIVE down AS (
     SELECT b.node_id, b.backup_node_id FROM pgsched.backups b
-    WHERE NOT EXISTS (SELECT 1 FROM pgsched.nodes n WHERE n.node_id = b.node_id AND n.lease_expires_at > now())
+    WHERE NOT EXISTS (SELECT 1 FROM pgsched.nodes n
+                      WHERE n.node_id = b.node_id AND n.lease_expires_at > now() AND NOT n.leaving)
 ), chain (node_id, via, seen) AS (
     SELECT d.node_id, d.backup_node_id, ARRAY[d.node_id] FROM down d
     UNION ALL
@@ -197,15 +205,17 @@ WITH RECURSIVE down AS (
 )
 SELECT c.node_id, c.via AS stand_in_node_id, dn.lease_expires_at AS down_since
 FROM chain c
-JOIN pgsched.nodes s ON s.node_id = c.via AND s.lease_expires_at > now()
+JOIN pgsched.nodes s ON s.node_id = c.via AND s.lease_expires_at > now() AND NOT s.leaving
 LEFT JOIN pgsched.nodes dn ON dn.node_id = c.node_id;
 
 -- partitions: who owns each partition and who serves it now (the owner
--- while its lease is live, else its stand-in; NULL: nobody).
+-- while its lease is live and it is not leaving, else its stand-in; NULL:
+-- nobody).
 CREATE VIEW pgsched.partitions AS
 SELECT po.partition_id, po.node_id AS owner_node_id,
        coalesce(n.lease_expires_at > now(), false) AS owner_live,
-       CASE WHEN n.lease_expires_at > now() THEN po.node_id ELSE s.stand_in_node_id END AS served_by,
+       coalesce(n.leaving, false) AS owner_leaving,
+       CASE WHEN n.lease_expires_at > now() AND NOT n.leaving THEN po.node_id ELSE s.stand_in_node_id END AS served_by,
        po.assigned_at, po.term
 FROM pgsched.partition_owners po
 LEFT JOIN pgsched.nodes n ON n.node_id = po.node_id
@@ -227,6 +237,7 @@ WITH l AS (
 )
 SELECT n.node_id, n.epoch,
        n.lease_expires_at > now() AS live,
+       n.leaving,
        now() - n.renewed_at AS since_renewal,
        n.lease_expires_at, n.registered_at, n.host, n.pid,
        l.node_id IS NOT NULL AS leader,
@@ -244,3 +255,4 @@ DROP VIEW pgsched.cluster, pgsched.partitions, pgsched.stand_ins;
 DROP FUNCTION pgsched.deplete, pgsched.assign, pgsched.leader_resign, pgsched.leader_acquire;
 DROP TABLE pgsched.backups, pgsched.partition_owners, pgsched.leader;
 DROP SEQUENCE pgsched.leader_term_seq;
+ALTER TABLE pgsched.nodes DROP COLUMN leaving;

@@ -6,9 +6,9 @@ SELECT coalesce(pgsched.leader_acquire(sqlc.arg(node_id)::text, sqlc.arg(epoch):
 SELECT pgsched.leader_resign(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint)::boolean AS resigned;
 
 -- ClusterMembers lists every registered node, live or not, on the database
--- clock: the leader plans over these.
+-- clock: the leader plans over those not leaving.
 -- name: ClusterMembers :many
-SELECT n.node_id, n.epoch, (n.lease_expires_at > now())::boolean AS live,
+SELECT n.node_id, n.epoch, (n.lease_expires_at > now())::boolean AS live, n.leaving,
        extract(epoch FROM now() - n.lease_expires_at)::float8 AS expired_for
 FROM pgsched.nodes n
 ORDER BY n.node_id;

@@ -73,7 +73,7 @@ func (q *Queries) BackupsList(ctx context.Context, db DBTX) ([]BackupsListRow, e
 }
 
 const clusterMembers = `-- name: ClusterMembers :many
-SELECT n.node_id, n.epoch, (n.lease_expires_at > now())::boolean AS live,
+SELECT n.node_id, n.epoch, (n.lease_expires_at > now())::boolean AS live, n.leaving,
        extract(epoch FROM now() - n.lease_expires_at)::float8 AS expired_for
 FROM pgsched.nodes n
 ORDER BY n.node_id
@@ -83,11 +83,12 @@ type ClusterMembersRow struct {
 	NodeID     string
 	Epoch      int64
 	Live       bool
+	Leaving    bool
 	ExpiredFor float64
 }
 
 // ClusterMembers lists every registered node, live or not, on the database
-// clock: the leader plans over these.
+// clock: the leader plans over those not leaving.
 func (q *Queries) ClusterMembers(ctx context.Context, db DBTX) ([]ClusterMembersRow, error) {
 	rows, err := db.Query(ctx, clusterMembers)
 	if err != nil {
@@ -101,6 +102,7 @@ func (q *Queries) ClusterMembers(ctx context.Context, db DBTX) ([]ClusterMembers
 			&i.NodeID,
 			&i.Epoch,
 			&i.Live,
+			&i.Leaving,
 			&i.ExpiredFor,
 		); err != nil {
 			return nil, err

@@ -21,6 +21,7 @@ type PgschedCluster struct {
 	NodeID         string
 	Epoch          int64
 	Live           bool
+	Leaving        bool
 	SinceRenewal   int32
 	LeaseExpiresAt time.Time
 	RegisteredAt   time.Time
@@ -95,15 +96,17 @@ type PgschedNode struct {
 	RenewedAt      time.Time
 	Host           string
 	Pid            int32
+	Leaving        bool
 }
 
 type PgschedPartition struct {
-	PartitionID int32
-	OwnerNodeID pgtype.Text
-	OwnerLive   interface{}
-	ServedBy    interface{}
-	AssignedAt  *time.Time
-	Term        pgtype.Int8
+	PartitionID  int32
+	OwnerNodeID  pgtype.Text
+	OwnerLive    interface{}
+	OwnerLeaving bool
+	ServedBy     interface{}
+	AssignedAt   *time.Time
+	Term         pgtype.Int8
 }
 
 type PgschedPartitionOwner struct {

@@ -42,13 +42,30 @@ func (q *Queries) NodeDeregister(ctx context.Context, db DBTX, arg NodeDeregiste
 	return err
 }
 
+const nodeLeave = `-- name: NodeLeave :exec
+UPDATE pgsched.nodes n SET leaving = true
+WHERE n.node_id = $1::text AND n.epoch = $2::bigint
+`
+
+type NodeLeaveParams struct {
+	NodeID string
+	Epoch  int64
+}
+
+// NodeLeave marks a node that is stopping: it keeps its lease while it
+// drains, but others take its partitions over at once.
+func (q *Queries) NodeLeave(ctx context.Context, db DBTX, arg NodeLeaveParams) error {
+	_, err := db.Exec(ctx, nodeLeave, arg.NodeID, arg.Epoch)
+	return err
+}
+
 const nodeRegister = `-- name: NodeRegister :one
 INSERT INTO pgsched.nodes AS n (node_id, epoch, lease_expires_at, registered_at, renewed_at, host, pid)
 VALUES ($1::text, nextval('pgsched.epoch_seq'), now() + make_interval(secs => $2::float8), now(), now(),
         $3::text, $4::integer)
 ON CONFLICT (node_id) DO UPDATE
 SET epoch = excluded.epoch, lease_expires_at = excluded.lease_expires_at, registered_at = excluded.registered_at,
-    renewed_at = excluded.renewed_at, host = excluded.host, pid = excluded.pid
+    renewed_at = excluded.renewed_at, host = excluded.host, pid = excluded.pid, leaving = false
 RETURNING n.epoch, n.lease_expires_at
 `
 

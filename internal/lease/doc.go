@@ -61,6 +61,12 @@
 //	                                    FlexDown passes: depleted, │
 //	                    partitions reassigned to live nodes ◀──────┘
 //
+// A node stopping cleanly (SIGTERM) first marks itself leaving: it keeps
+// renewing its lease, so the outcomes of the tasks it drains still count,
+// but from that moment the views treat it as down (its backup serves its
+// partitions) and the leader plans without it (its partitions move). It
+// deregisters when its drain ends.
+//
 // A stand-in starting gives the down node's in-flight tasks back to their
 // queues at once (no per-task timeout). A stand-in also re-reads its duties
 // the moment the lease of a node it backs up would run out, so failover

@@ -200,6 +200,21 @@ func (n *Node) hold(ctx context.Context) error {
 	}
 }
 
+// Leave marks the current term as leaving (a clean stop has begun): the
+// lease is kept, so outcomes of the tasks still draining count, but the
+// node serves no partition any more and the cluster is told at once.
+func (n *Node) Leave(ctx context.Context) error {
+	t := n.Current()
+	if t == nil {
+		return nil
+	}
+	if err := n.cfg.Store.NodeLeave(ctx, n.cfg.DB, n.cfg.ID, t.Epoch); err != nil {
+		return fmt.Errorf("marking node %s leaving: %w", n.cfg.ID, err)
+	}
+	n.cfg.Logger.Info("node leaving: partitions handed over while it drains", "node_id", n.cfg.ID, "epoch", t.Epoch)
+	return n.cfg.Store.NotifyCluster(ctx, n.cfg.DB)
+}
+
 func (n *Node) resign() {
 	t := n.Current()
 	n.setTerm(nil, nil)

@@ -37,9 +37,10 @@ type PlannerConfig struct {
 // window, give the running tasks of expired nodes back, assign partitions
 // and backups over the member nodes, and keep completion partitions ahead.
 //
-// Members are all registered nodes, live or not: a down node keeps its
-// partitions (its stand-in serves them) until it is depleted, so a node that
-// comes back inside the window finds its partitions waiting.
+// Members are all registered nodes, live or not, except those leaving: a
+// down node keeps its partitions (its stand-in serves them) until it is
+// depleted, so a node that comes back inside the window finds its
+// partitions waiting; a node stopping cleanly gives them up at once.
 type Planner struct {
 	cfg             PlannerConfig
 	lastCompletions time.Time
@@ -99,9 +100,13 @@ func (p *Planner) round(ctx context.Context, l Leadership) error {
 	if err != nil {
 		return err
 	}
-	ids := make([]string, len(members))
-	for i, m := range members {
-		ids[i] = m.ID
+	// A leaving node drains what it runs but owns nothing more: planning
+	// without it hands its partitions to the others at once.
+	ids := make([]string, 0, len(members))
+	for _, m := range members {
+		if !m.Leaving {
+			ids = append(ids, m.ID)
+		}
 	}
 	owners, err := st.PartitionOwners(ctx, db)
 	if err != nil {

@@ -12,6 +12,9 @@ type Member struct {
 	ID    string
 	Epoch int64
 	Live  bool
+	// Leaving marks a node that is stopping cleanly: it drains but serves
+	// no partition.
+	Leaving bool
 	// ExpiredFor is how long ago the lease ended (negative while live).
 	ExpiredFor time.Duration
 }
@@ -46,7 +49,7 @@ func (s *Store) Members(ctx context.Context, db DBTX) ([]Member, error) {
 	}
 	out := make([]Member, len(rows))
 	for i, r := range rows {
-		out[i] = Member{ID: r.NodeID, Epoch: r.Epoch, Live: r.Live, ExpiredFor: time.Duration(r.ExpiredFor * float64(time.Second))}
+		out[i] = Member{ID: r.NodeID, Epoch: r.Epoch, Live: r.Live, Leaving: r.Leaving, ExpiredFor: time.Duration(r.ExpiredFor * float64(time.Second))}
 	}
 	return out, nil
 }

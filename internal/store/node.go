@@ -38,6 +38,12 @@ func (s *Store) NodeRenew(ctx context.Context, db DBTX, nodeID string, epoch int
 	return t, err
 }
 
+// NodeLeave marks the node as leaving: it keeps its lease while it drains,
+// but serves no partition from now on.
+func (s *Store) NodeLeave(ctx context.Context, db DBTX, nodeID string, epoch int64) error {
+	return s.q.NodeLeave(ctx, s.db(db), dbgen.NodeLeaveParams{NodeID: nodeID, Epoch: epoch})
+}
+
 // NodeDeregister removes the node's row (clean shutdown).
 func (s *Store) NodeDeregister(ctx context.Context, db DBTX, nodeID string, epoch int64) error {
 	return s.q.NodeDeregister(ctx, s.db(db), dbgen.NodeDeregisterParams{NodeID: nodeID, Epoch: epoch})
