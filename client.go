@@ -10,7 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/pgsched/pgsched/internal/metrics"
 	"github.com/pgsched/pgsched/internal/partition"
 	"github.com/pgsched/pgsched/internal/store"
 )
@@ -70,11 +72,13 @@ func (t Task) Key() Key {
 
 // Client enqueues, cancels and reschedules tasks.
 type Client struct {
-	pool  *pgxpool.Pool
-	store *store.Store
+	pool      *pgxpool.Pool
+	store     *store.Store
+	scheduled *prometheus.CounterVec
 }
 
-// NewClient returns a client on pool. Only Config.Schema matters to it.
+// NewClient returns a client on pool. Only Config.Schema and
+// Config.Registerer (for pgsched_tasks_scheduled_total) matter to it.
 func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	if pool == nil {
 		return nil, errors.New("pgsched: NewClient needs a pool")
@@ -83,12 +87,28 @@ func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgsched: %w", err)
 	}
-	return &Client{pool: pool, store: st}, nil
+	scheduled, err := metrics.Scheduled(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("pgsched: registering metrics: %w", err)
+	}
+	return &Client{pool: pool, store: st, scheduled: scheduled}, nil
+}
+
+// count records committed enqueues (ScheduleTx's are not: the caller's
+// transaction may still roll back).
+func (c *Client) count(results ...Result) {
+	for _, r := range results {
+		c.scheduled.WithLabelValues(string(r)).Inc()
+	}
 }
 
 // Schedule enqueues one task.
 func (c *Client) Schedule(ctx context.Context, t Task) (Result, error) {
-	return c.scheduleOne(ctx, c.pool, t)
+	r, err := c.scheduleOne(ctx, c.pool, t)
+	if err == nil {
+		c.count(r)
+	}
+	return r, err
 }
 
 // ScheduleTx enqueues one task inside the caller's transaction: the task
@@ -101,7 +121,11 @@ func (c *Client) ScheduleTx(ctx context.Context, tx pgx.Tx, t Task) (Result, err
 // is stored (or found completed) or, on any error, none is. Results line up
 // with tasks.
 func (c *Client) ScheduleMany(ctx context.Context, tasks []Task) ([]Result, error) {
-	return c.scheduleMany(ctx, c.pool, tasks)
+	rs, err := c.scheduleMany(ctx, c.pool, tasks)
+	if err == nil {
+		c.count(rs...)
+	}
+	return rs, err
 }
 
 // ScheduleManyTx is ScheduleMany inside the caller's transaction.

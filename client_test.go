@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsched/pgsched"
@@ -435,4 +436,37 @@ func TestScheduleMany100k(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, pgsched.Updated, res[999])
 	require.Equal(t, 100_000, countRows(t, b, "tasks"))
+}
+
+// TestScheduledMetric: committed enqueues are counted by result; clients
+// sharing a registry share the counter.
+func TestScheduledMetric(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
+	reg := prometheus.NewRegistry()
+	c1, err := pgsched.NewClient(db.Pool, pgsched.Config{Schema: db.Schema, Registerer: reg})
+	require.NoError(t, err)
+	c2, err := pgsched.NewClient(db.Pool, pgsched.Config{Schema: db.Schema, Registerer: reg})
+	require.NoError(t, err)
+	ctx := context.Background()
+	at := time.Now().Add(time.Hour)
+	_, err = c1.Schedule(ctx, pgsched.Task{OrderingID: "m", ScheduledAt: at})
+	require.NoError(t, err)
+	_, err = c2.ScheduleMany(ctx, []pgsched.Task{{OrderingID: "m", ScheduledAt: at}, {OrderingID: "n", ScheduledAt: at}})
+	require.NoError(t, err)
+	_, err = c1.Schedule(ctx, pgsched.Task{OrderingID: "", ScheduledAt: at})
+	require.Error(t, err)
+
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	got := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "pgsched_tasks_scheduled_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+		}
+	}
+	require.Equal(t, map[string]float64{"inserted": 2, "updated": 1}, got)
 }

@@ -4,6 +4,8 @@
 package metrics
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -117,4 +119,26 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// Scheduled counts tasks a client enqueued, by result (inserted, updated,
+// already_completed). Several clients may share reg: they share the
+// counter.
+func Scheduled(reg prometheus.Registerer) (*prometheus.CounterVec, error) {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "pgsched_tasks_scheduled_total", Help: "Tasks enqueued by this process's clients and committed, by result.",
+	}, []string{"result"})
+	if reg == nil {
+		return c, nil
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing, nil
+			}
+		}
+		return nil, err
+	}
+	return c, nil
 }
