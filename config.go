@@ -30,8 +30,10 @@ type Config struct {
 	LeaseTTL time.Duration
 	// ClaimAhead claims tasks due within this much of now and starts each
 	// exactly when due, so a claim's round trip and commit are not part of
-	// start lateness. A task claimed ahead holds its ordering_id's queue for
-	// that long. Defaults to 25ms; negative claims only due tasks; at most 1s.
+	// start lateness. A task claimed ahead counts as running from its claim:
+	// in that last moment before its time it can no longer be cancelled or
+	// rescheduled (ErrTaskRunning). Defaults to 25ms; negative claims only
+	// due tasks; at most 1s.
 	ClaimAhead time.Duration
 	// PollInterval is the fallback check for due work when no notification
 	// or timer fires. Defaults to 1s.
