@@ -87,7 +87,7 @@ func claimTask(t *testing.T, b clientBundle, orderingID string) (store.Claimed, 
 	t.Helper()
 	ctx := context.Background()
 	node := "test-" + orderingID
-	lease, err := b.store.NodeRegister(ctx, b.db.Pool, node, time.Minute, "host", 1)
+	lease, err := b.store.NodeRegister(ctx, b.db.Pool, node, time.Minute, "host", 1, false)
 	require.NoError(t, err)
 	set, err := b.store.Settings(ctx, b.db.Pool)
 	require.NoError(t, err)
@@ -320,7 +320,7 @@ func TestRescheduleRacesClaim(t *testing.T) {
 	}
 	_, err := b.client.ScheduleMany(ctx, tasks)
 	require.NoError(t, err)
-	lease, err := b.store.NodeRegister(ctx, b.db.Pool, "claimer", time.Minute, "h", 1)
+	lease, err := b.store.NodeRegister(ctx, b.db.Pool, "claimer", time.Minute, "h", 1, false)
 	require.NoError(t, err)
 	set, err := b.store.Settings(ctx, b.db.Pool)
 	require.NoError(t, err)

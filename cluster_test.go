@@ -272,6 +272,7 @@ func TestStandInAndReturn(t *testing.T) {
 		}
 		return true
 	}, "the stand-in stops and si-0 serves its partitions again")
+	handedBack := time.Now()
 	eventually(t, 20*time.Second, func() bool {
 		var n int
 		require.NoError(t, b.db.Pool.QueryRow(context.Background(),
@@ -282,6 +283,13 @@ func TestStandInAndReturn(t *testing.T) {
 	waitDrained(t, b, 2*time.Minute)
 	checkLog(t, b.db, ids, perID)
 	checkRerunsFrom(t, b.db, "si-0", killed)
+	// Once the stand-in stopped (as the view says), it claims nothing more
+	// from those partitions; a second covers its next refresh.
+	var late int
+	require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM "+b.db.Schema+".execlog WHERE node = $1 AND started > $2 AND "+
+			b.db.Schema+".partition_of(ordering_id, 8) = ANY($3)", backup, handedBack.Add(time.Second), victim.Partitions).Scan(&late))
+	require.Zero(t, late, "the former stand-in kept running tasks of partitions handed back")
 }
 
 // TestDepletion: a node that stays down past the flex-down window is

@@ -41,8 +41,6 @@ type Worker struct {
 	done     chan struct{}
 
 	node       *lease.Node
-	leader     *lease.Leader
-	duties     *lease.Duties
 	dispatcher *dispatch.Dispatcher
 }
 
@@ -237,7 +235,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	nodeCtx, nodeStop := context.WithCancel(context.WithoutCancel(ctx))
 	w.mu.Lock()
-	w.node, w.leader, w.duties, w.dispatcher, w.cancel, w.nodeStop = node, leader, duties, disp, cancel, nodeStop
+	w.node, w.dispatcher, w.cancel, w.nodeStop = node, disp, cancel, nodeStop
 	w.done = make(chan struct{})
 	w.mu.Unlock()
 

@@ -598,15 +598,6 @@ END
 $$;
 -- +goose StatementEnd
 
--- claim_due claims from one partition; see claim_due_many.
--- +goose StatementBegin
-CREATE FUNCTION pgsched.claim_due(p_node_id text, p_epoch bigint, p_partition integer, p_max integer)
-RETURNS SETOF pgsched.tasks
-LANGUAGE sql AS $$
-    SELECT * FROM pgsched.claim_due_many(p_node_id, p_epoch, ARRAY[p_partition], p_max)
-$$;
--- +goose StatementEnd
-
 -- finish_tasks records what happened to running tasks, in one batch:
 -- outcome 'completed' deletes the task and writes its tombstone, 'dead' moves
 -- it to dead_tasks, 'retry' makes it pending again retry_delay seconds from
@@ -754,7 +745,7 @@ $$;
 
 -- +goose Down
 -- The schema itself stays: goose keeps its version table there.
-DROP FUNCTION pgsched.rescue_expired, pgsched.finish_tasks, pgsched.claim_due, pgsched.claim_due_many, pgsched.advance_queues, pgsched.lock_queues, pgsched.reschedule, pgsched.cancel,
+DROP FUNCTION pgsched.rescue_expired, pgsched.finish_tasks, pgsched.claim_due_many, pgsched.advance_queues, pgsched.lock_queues, pgsched.reschedule, pgsched.cancel,
     pgsched.schedule, pgsched.schedule_many, pgsched.refresh_queue, pgsched.ensure_completion_partitions,
     pgsched.partition_of;
 DROP TABLE pgsched.nodes, pgsched.dead_tasks, pgsched.completions, pgsched.queues, pgsched.tasks, pgsched.settings;

@@ -203,7 +203,8 @@ WITH RECURSIVE down AS (
     SELECT c.node_id, d.backup_node_id, c.seen || d.node_id FROM chain c JOIN down d ON d.node_id = c.via
     WHERE d.node_id <> ALL (c.seen)
 )
-SELECT c.node_id, c.via AS stand_in_node_id, dn.lease_expires_at AS down_since
+SELECT c.node_id, c.via AS stand_in_node_id,
+       CASE WHEN dn.lease_expires_at > now() THEN NULL ELSE dn.lease_expires_at END AS down_since -- NULL: leaving, or row gone
 FROM chain c
 JOIN pgsched.nodes s ON s.node_id = c.via AND s.lease_expires_at > now() AND NOT s.leaving
 LEFT JOIN pgsched.nodes dn ON dn.node_id = c.node_id;

@@ -5,11 +5,10 @@ SELECT coalesce(pgsched.leader_acquire(sqlc.arg(node_id)::text, sqlc.arg(epoch):
 -- name: LeaderResign :one
 SELECT pgsched.leader_resign(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint)::boolean AS resigned;
 
--- ClusterMembers lists every registered node, live or not, on the database
--- clock: the leader plans over those not leaving.
+-- ClusterMembers lists every registered node, live or not: the leader plans
+-- over those not leaving.
 -- name: ClusterMembers :many
-SELECT n.node_id, n.epoch, (n.lease_expires_at > now())::boolean AS live, n.leaving,
-       extract(epoch FROM now() - n.lease_expires_at)::float8 AS expired_for
+SELECT n.node_id, n.leaving
 FROM pgsched.nodes n
 ORDER BY n.node_id;
 

@@ -1,11 +1,11 @@
 -- NodeRegister (re)registers a node with a fresh epoch and lease.
 -- name: NodeRegister :one
-INSERT INTO pgsched.nodes AS n (node_id, epoch, lease_expires_at, registered_at, renewed_at, host, pid)
+INSERT INTO pgsched.nodes AS n (node_id, epoch, lease_expires_at, registered_at, renewed_at, host, pid, leaving)
 VALUES (sqlc.arg(node_id)::text, nextval('pgsched.epoch_seq'), now() + make_interval(secs => sqlc.arg(ttl_seconds)::float8), now(), now(),
-        sqlc.arg(host)::text, sqlc.arg(pid)::integer)
+        sqlc.arg(host)::text, sqlc.arg(pid)::integer, sqlc.arg(leaving)::boolean)
 ON CONFLICT (node_id) DO UPDATE
 SET epoch = excluded.epoch, lease_expires_at = excluded.lease_expires_at, registered_at = excluded.registered_at,
-    renewed_at = excluded.renewed_at, host = excluded.host, pid = excluded.pid, leaving = false
+    renewed_at = excluded.renewed_at, host = excluded.host, pid = excluded.pid, leaving = excluded.leaving
 RETURNING n.epoch, n.lease_expires_at;
 
 -- NodeRenewLease extends a live lease; no row means the lease was lost (it

@@ -73,22 +73,18 @@ func (q *Queries) BackupsList(ctx context.Context, db DBTX) ([]BackupsListRow, e
 }
 
 const clusterMembers = `-- name: ClusterMembers :many
-SELECT n.node_id, n.epoch, (n.lease_expires_at > now())::boolean AS live, n.leaving,
-       extract(epoch FROM now() - n.lease_expires_at)::float8 AS expired_for
+SELECT n.node_id, n.leaving
 FROM pgsched.nodes n
 ORDER BY n.node_id
 `
 
 type ClusterMembersRow struct {
-	NodeID     string
-	Epoch      int64
-	Live       bool
-	Leaving    bool
-	ExpiredFor float64
+	NodeID  string
+	Leaving bool
 }
 
-// ClusterMembers lists every registered node, live or not, on the database
-// clock: the leader plans over those not leaving.
+// ClusterMembers lists every registered node, live or not: the leader plans
+// over those not leaving.
 func (q *Queries) ClusterMembers(ctx context.Context, db DBTX) ([]ClusterMembersRow, error) {
 	rows, err := db.Query(ctx, clusterMembers)
 	if err != nil {
@@ -98,13 +94,7 @@ func (q *Queries) ClusterMembers(ctx context.Context, db DBTX) ([]ClusterMembers
 	items := []ClusterMembersRow{}
 	for rows.Next() {
 		var i ClusterMembersRow
-		if err := rows.Scan(
-			&i.NodeID,
-			&i.Epoch,
-			&i.Live,
-			&i.Leaving,
-			&i.ExpiredFor,
-		); err != nil {
+		if err := rows.Scan(&i.NodeID, &i.Leaving); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

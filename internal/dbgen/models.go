@@ -161,7 +161,7 @@ type PgschedSetting struct {
 type PgschedStandIn struct {
 	NodeID        string
 	StandInNodeID string
-	DownSince     *time.Time
+	DownSince     interface{}
 }
 
 type PgschedTask struct {

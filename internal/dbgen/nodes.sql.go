@@ -60,12 +60,12 @@ func (q *Queries) NodeLeave(ctx context.Context, db DBTX, arg NodeLeaveParams) e
 }
 
 const nodeRegister = `-- name: NodeRegister :one
-INSERT INTO pgsched.nodes AS n (node_id, epoch, lease_expires_at, registered_at, renewed_at, host, pid)
+INSERT INTO pgsched.nodes AS n (node_id, epoch, lease_expires_at, registered_at, renewed_at, host, pid, leaving)
 VALUES ($1::text, nextval('pgsched.epoch_seq'), now() + make_interval(secs => $2::float8), now(), now(),
-        $3::text, $4::integer)
+        $3::text, $4::integer, $5::boolean)
 ON CONFLICT (node_id) DO UPDATE
 SET epoch = excluded.epoch, lease_expires_at = excluded.lease_expires_at, registered_at = excluded.registered_at,
-    renewed_at = excluded.renewed_at, host = excluded.host, pid = excluded.pid, leaving = false
+    renewed_at = excluded.renewed_at, host = excluded.host, pid = excluded.pid, leaving = excluded.leaving
 RETURNING n.epoch, n.lease_expires_at
 `
 
@@ -74,6 +74,7 @@ type NodeRegisterParams struct {
 	TtlSeconds float64
 	Host       string
 	Pid        int32
+	Leaving    bool
 }
 
 type NodeRegisterRow struct {
@@ -88,6 +89,7 @@ func (q *Queries) NodeRegister(ctx context.Context, db DBTX, arg NodeRegisterPar
 		arg.TtlSeconds,
 		arg.Host,
 		arg.Pid,
+		arg.Leaving,
 	)
 	var i NodeRegisterRow
 	err := row.Scan(&i.Epoch, &i.LeaseExpiresAt)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -165,6 +166,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 
 func (d *Dispatcher) loop(ctx context.Context) {
 	var due []store.DuePartition // cached partitions believed due, most overdue first
+	var dueParts []int32         // the served partitions due was read for
+	var dueRead time.Time        // when it was read
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	backoff := 10 * time.Millisecond
@@ -186,8 +189,15 @@ func (d *Dispatcher) loop(ctx context.Context) {
 			free = 0
 		}
 		if free > 0 {
+			// The cache is only good for the partitions it was read for
+			// (hand-overs change them) and for one poll interval.
+			parts := d.cfg.Partitions()
+			if !slices.Equal(parts, dueParts) || time.Since(dueRead) > d.cfg.PollInterval {
+				due = nil
+			}
 			if len(due) == 0 {
-				next, err := d.cfg.Store.NextDue(ctx, d.cfg.DB, d.cfg.Partitions())
+				dueParts, dueRead = parts, time.Now()
+				next, err := d.cfg.Store.NextDue(ctx, d.cfg.DB, parts)
 				if err != nil {
 					if ctx.Err() == nil {
 						d.cfg.Logger.Warn("reading due partitions failed", "error", err)
@@ -205,21 +215,21 @@ func (d *Dispatcher) loop(ctx context.Context) {
 				}
 			}
 			if len(due) > 0 && free > 0 {
-				parts := make([]int32, len(due))
+				claimFrom := make([]int32, len(due))
 				for i, p := range due {
-					parts[i] = int32(p.Partition)
+					claimFrom[i] = int32(p.Partition)
 				}
 				// One claim spans every due partition, most overdue first:
 				// one commit (one WAL flush) whatever the spread of the work.
 				// Never cancel it half-way: the server may commit it while
 				// the client gives up, leaving tasks claimed that nobody runs.
 				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-				jobs, err := d.cfg.Store.Claim(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, parts, free, d.cfg.ClaimAhead)
+				jobs, err := d.cfg.Store.Claim(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, claimFrom, free, d.cfg.ClaimAhead)
 				received := time.Now()
 				cancel()
 				if err != nil {
 					if ctx.Err() == nil {
-						d.cfg.Logger.Warn("claiming failed", "partitions", len(parts), "error", err)
+						d.cfg.Logger.Warn("claiming failed", "partitions", len(claimFrom), "error", err)
 					}
 					due = nil
 					d.sleep(ctx, backoff)

@@ -175,21 +175,29 @@ func (d *Duties) Refresh(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	d.standing = now
-	var rescueErr error
+	// Give back the in-flight tasks of every node newly stood in for, in
+	// one transaction (rescue_expired leaves a leaving node's tasks alone:
+	// its lease is live and it drains them itself).
+	var fresh []string
 	for _, n := range standIns {
-		if d.rescued[n] {
-			continue
+		if !d.rescued[n] {
+			fresh = append(fresh, n)
 		}
-		k, err := d.cfg.Store.RescueExpired(ctx, d.cfg.DB, []string{n})
+	}
+	var rescueErr error
+	if len(fresh) > 0 {
+		k, err := d.cfg.Store.RescueExpired(ctx, d.cfg.DB, fresh)
 		if err != nil {
-			rescueErr = fmt.Errorf("giving back the tasks of down node %s: %w", n, err)
-			continue
-		}
-		d.rescued[n] = true
-		if k > 0 {
-			d.cfg.Logger.Info("gave back in-flight tasks of down node", "down_node_id", n, "tasks", k)
-			if d.cfg.OnRescue != nil {
-				d.cfg.OnRescue(k)
+			rescueErr = fmt.Errorf("giving back the tasks of down nodes %v: %w", fresh, err)
+		} else {
+			for _, n := range fresh {
+				d.rescued[n] = true
+			}
+			if k > 0 {
+				d.cfg.Logger.Info("gave back in-flight tasks of down nodes", "down_node_ids", fresh, "tasks", k)
+				if d.cfg.OnRescue != nil {
+					d.cfg.OnRescue(k)
+				}
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pgsched/pgsched/internal/store"
@@ -52,6 +53,8 @@ type NodeConfig struct {
 // Node keeps this process's lease in the nodes table.
 type Node struct {
 	cfg NodeConfig
+
+	leaving atomic.Bool // a clean stop began: every registration from now on is leaving
 
 	mu      sync.Mutex
 	term    *Term
@@ -121,11 +124,17 @@ func (n *Node) setTerm(t *Term, cancel context.CancelFunc) {
 // still lets the fleet take over at once rather than after the TTL).
 func (n *Node) Run(ctx context.Context) error {
 	defer n.resign()
-	backoff := 100 * time.Millisecond
+	const firstBackoff = 100 * time.Millisecond
+	backoff := firstBackoff
 	for ctx.Err() == nil {
-		err := n.hold(ctx)
+		held, err := n.hold(ctx)
 		if ctx.Err() != nil {
 			return nil
+		}
+		if held {
+			// A term was held: this is a new loss, not a run of failed
+			// registrations. Come back quickly, before a stand-in is needed.
+			backoff = firstBackoff
 		}
 		n.cfg.Logger.Warn("node lease lost", "node_id", n.cfg.ID, "error", err)
 		select {
@@ -140,11 +149,12 @@ func (n *Node) Run(ctx context.Context) error {
 
 // hold registers a new term and renews it until renewal fails or the local
 // deadline (last successful renewal sent + TTL) passes, whichever is first.
-func (n *Node) hold(ctx context.Context) error {
+// held reports whether a term was registered at all.
+func (n *Node) hold(ctx context.Context) (held bool, err error) {
 	sent := time.Now()
-	lease, err := n.cfg.Store.NodeRegister(ctx, n.cfg.DB, n.cfg.ID, n.cfg.TTL, n.cfg.Host, n.cfg.PID)
+	lease, err := n.cfg.Store.NodeRegister(ctx, n.cfg.DB, n.cfg.ID, n.cfg.TTL, n.cfg.Host, n.cfg.PID, n.leaving.Load())
 	if err != nil {
-		return fmt.Errorf("registering node: %w", err)
+		return false, fmt.Errorf("registering node: %w", err)
 	}
 	termCtx, cancel := context.WithCancel(context.Background())
 	term := &Term{Epoch: lease.Epoch, ctx: termCtx}
@@ -169,9 +179,9 @@ func (n *Node) hold(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return true, ctx.Err()
 		case <-expiry.C:
-			return lost(fmt.Sprintf("could not renew the lease of epoch %d before it ran out", lease.Epoch))
+			return true, lost(fmt.Sprintf("could not renew the lease of epoch %d before it ran out", lease.Epoch))
 		case <-ticker.C:
 		}
 		sent := time.Now()
@@ -183,7 +193,7 @@ func (n *Node) hold(ctx context.Context) error {
 			if time.Now().After(deadline) {
 				// Renewed in the database, but only after our own deadline
 				// passed: the term's context is about to be cancelled anyway.
-				return lost(fmt.Sprintf("lease of epoch %d renewed too late", lease.Epoch))
+				return true, lost(fmt.Sprintf("lease of epoch %d renewed too late", lease.Epoch))
 			}
 			deadline = sent.Add(n.cfg.TTL)
 			expiry.Reset(time.Until(deadline))
@@ -191,9 +201,9 @@ func (n *Node) hold(ctx context.Context) error {
 				f()
 			}
 		case errors.Is(err, store.ErrLeaseLost):
-			return lost(fmt.Sprintf("lease of epoch %d had expired or was taken over", lease.Epoch))
+			return true, lost(fmt.Sprintf("lease of epoch %d had expired or was taken over", lease.Epoch))
 		case ctx.Err() != nil:
-			return ctx.Err()
+			return true, ctx.Err()
 		default:
 			n.cfg.Logger.Warn("renewing node lease failed; retrying", "node_id", n.cfg.ID, "epoch", lease.Epoch, "error", err)
 		}
@@ -204,6 +214,7 @@ func (n *Node) hold(ctx context.Context) error {
 // lease is kept, so outcomes of the tasks still draining count, but the
 // node serves no partition any more and the cluster is told at once.
 func (n *Node) Leave(ctx context.Context) error {
+	n.leaving.Store(true)
 	t := n.Current()
 	if t == nil {
 		return nil

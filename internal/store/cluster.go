@@ -7,16 +7,12 @@ import (
 	"github.com/pgsched/pgsched/internal/dbgen"
 )
 
-// Member is a registered node as the leader sees it, on the database clock.
+// Member is a registered node, live or not, as the leader plans over it.
 type Member struct {
-	ID    string
-	Epoch int64
-	Live  bool
+	ID string
 	// Leaving marks a node that is stopping cleanly: it drains but serves
 	// no partition.
 	Leaving bool
-	// ExpiredFor is how long ago the lease ended (negative while live).
-	ExpiredFor time.Duration
 }
 
 // Duty is a partition a node serves and the node it serves it for: itself,
@@ -49,7 +45,7 @@ func (s *Store) Members(ctx context.Context, db DBTX) ([]Member, error) {
 	}
 	out := make([]Member, len(rows))
 	for i, r := range rows {
-		out[i] = Member{ID: r.NodeID, Epoch: r.Epoch, Live: r.Live, Leaving: r.Leaving, ExpiredFor: time.Duration(r.ExpiredFor * float64(time.Second))}
+		out[i] = Member{ID: r.NodeID, Leaving: r.Leaving}
 	}
 	return out, nil
 }

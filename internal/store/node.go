@@ -17,10 +17,11 @@ type Lease struct {
 	ExpiresAt time.Time
 }
 
-// NodeRegister registers (or re-registers) a node with a new epoch.
-func (s *Store) NodeRegister(ctx context.Context, db DBTX, nodeID string, ttl time.Duration, host string, pid int) (Lease, error) {
+// NodeRegister registers (or re-registers) a node with a new epoch; leaving
+// is kept for a node that re-registers after it began to stop.
+func (s *Store) NodeRegister(ctx context.Context, db DBTX, nodeID string, ttl time.Duration, host string, pid int, leaving bool) (Lease, error) {
 	r, err := s.q.NodeRegister(ctx, s.db(db), dbgen.NodeRegisterParams{
-		NodeID: nodeID, TtlSeconds: ttl.Seconds(), Host: host, Pid: int32(pid),
+		NodeID: nodeID, TtlSeconds: ttl.Seconds(), Host: host, Pid: int32(pid), Leaving: leaving,
 	})
 	if err != nil {
 		return Lease{}, err
