@@ -14,9 +14,8 @@ import (
 // PlanEvents receives what the leader's rounds did (for metrics). Any field
 // may be nil.
 type PlanEvents struct {
-	Depleted   func(nodes []string)
-	Rescued    func(tasks int)
-	Reassigned func(moves int, owners []string, backups map[string]string)
+	Depleted func(nodes []string)
+	Rescued  func(tasks int)
 }
 
 // PlannerConfig configures a Planner.
@@ -131,9 +130,6 @@ func (p *Planner) round(ctx context.Context, l Leadership) error {
 	moves := Moves(owners, nextOwners)
 	p.cfg.Logger.Info("partitions assigned", "term", l.Term, "members", len(ids), "moves", moves,
 		"backups_changed", changedBackups(backups, nextBackups))
-	if f := p.cfg.Events.Reassigned; f != nil {
-		f(moves, nextOwners, nextBackups)
-	}
 	return p.completions(ctx)
 }
 
