@@ -164,7 +164,7 @@ func TestScheduleSemantics(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, pgsched.AlreadyCompleted, res, "completed key")
 			require.Equal(t, 0, countRows(t, b, "tasks"))
-			require.Equal(t, 0, countRows(t, b, "queues"), "a completed key leaves no queue behind")
+			require.Equal(t, 0, countRows(t, b, "heads"), "a completed key leaves no head behind")
 
 			// Past beyond the grace window: rejected, naming the limit.
 			_, err = sched(t, b, pgsched.Task{OrderingID: "order-2", ScheduledAt: time.Now().Add(-time.Minute)})
@@ -222,7 +222,7 @@ func TestBadInput(t *testing.T) {
 				require.Contains(t, err.Error(), tc.field)
 			}
 			require.Equal(t, 0, countRows(t, b, "tasks"), "nothing stored")
-			require.Equal(t, 0, countRows(t, b, "queues"), "nothing stored")
+			require.Equal(t, 0, countRows(t, b, "heads"), "nothing stored")
 		})
 	}
 	t.Run("batch with one bad task stores none", func(t *testing.T) {
@@ -267,7 +267,7 @@ func TestScheduleTx(t *testing.T) {
 	ids, err = pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	require.Equal(t, []string{"tx-true"}, ids)
-	require.Equal(t, 1, countRows(t, b, "queues"))
+	require.Equal(t, 1, countRows(t, b, "heads"))
 }
 
 func TestCancelAndReschedule(t *testing.T) {
@@ -284,8 +284,8 @@ func TestCancelAndReschedule(t *testing.T) {
 	var got time.Time
 	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT scheduled_at FROM "+b.db.Schema+".tasks").Scan(&got))
 	require.True(t, got.Equal(newAt))
-	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT next_at FROM "+b.db.Schema+".queues").Scan(&got))
-	require.True(t, got.Equal(newAt), "the queue's head follows the move")
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT run_at FROM "+b.db.Schema+".heads").Scan(&got))
+	require.True(t, got.Equal(newAt), "the head follows the move")
 
 	require.ErrorIs(t, b.client.Cancel(ctx, k), pgsched.ErrNotFound, "the old key is gone")
 	require.ErrorIs(t, b.client.Reschedule(ctx, pgsched.Key{OrderingID: "c", ScheduledAt: newAt, UniquenessKey: "x"}, time.Now().Add(-time.Hour)), pgsched.ErrInPast)
@@ -293,7 +293,7 @@ func TestCancelAndReschedule(t *testing.T) {
 	k.ScheduledAt = newAt
 	require.NoError(t, b.client.Cancel(ctx, k))
 	require.Equal(t, 0, countRows(t, b, "tasks"))
-	require.Equal(t, 0, countRows(t, b, "queues"))
+	require.Equal(t, 0, countRows(t, b, "heads"))
 
 	// A running task can be neither cancelled nor moved.
 	now := time.Now()
@@ -429,7 +429,7 @@ func TestScheduleMany100k(t *testing.T) {
 		require.Equal(t, pgsched.Inserted, r)
 	}
 	require.Equal(t, 100_000, countRows(t, b, "tasks"))
-	require.Equal(t, 20_000, countRows(t, b, "queues"))
+	require.Equal(t, 20_000, countRows(t, b, "heads"))
 
 	// Same keys again: all updates, still one row each.
 	res, err = b.client.ScheduleMany(context.Background(), tasks[:1000])

@@ -320,7 +320,7 @@ func TestSigkillBeforeCommit(t *testing.T) {
 
 	// Another node rescues and runs it again; this kind blocks before commit
 	// again, so switch it to a normal run first.
-	_, err = b.db.Pool.Exec(context.Background(), "UPDATE "+b.db.Schema+".tasks SET kind = 'tx'")
+	_, err = b.db.Pool.Exec(context.Background(), "UPDATE "+b.db.Schema+".heads SET kind = 'tx'")
 	require.NoError(t, err)
 	startChild(t, b.db, "tx-rescuer", 0, 5, time.Second)
 	waitDrained(t, b, 30*time.Second)

@@ -91,7 +91,7 @@ func TestWorkerRunsTasksInOrder(t *testing.T) {
 			require.Equal(t, fmt.Sprintf("%03d", i), u)
 		}
 	}
-	require.Equal(t, 0, countRows(t, b, "queues"))
+	require.Equal(t, 0, countRows(t, b, "heads"))
 	var done int
 	require.NoError(t, b.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM "+b.db.Schema+".completions").Scan(&done))
 	require.Equal(t, 600, done)

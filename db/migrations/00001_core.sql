@@ -42,12 +42,28 @@ AS $$ SELECT ((('x' || substr(md5(ordering_id), 1, 8))::bit(32)::bigint) % parti
 
 CREATE SEQUENCE pgsched.task_id_seq CACHE 64;
 
--- Pending and running tasks. Partitioned by logical partition, which is a
--- function of ordering_id and so never changes with a task's state. Keys
--- are compared bytewise (COLLATE "C"): they are identifiers, and indexes on
--- them must not depend on the operating system's locale, whose rules can
--- change under an index with a C library upgrade.
-CREATE TABLE pgsched.tasks (
+-- Tasks live in two tables, both partitioned by logical partition (a
+-- function of ordering_id, so a task never moves with its state):
+--
+--   heads    the task each ordering_id runs next: one row per ordering_id
+--            that has tasks, running or not. Its primary key is the
+--            per-ordering_id serialisation point (enqueue, cancel,
+--            reschedule and finish lock it, in key order) and the
+--            database's own backstop against two tasks of one ordering_id
+--            running at once: only a head runs.
+--   backlog  the tasks queued behind their ordering_id's head.
+--
+-- A head is the earliest task of its ordering_id by (scheduled_at, id),
+-- id being handed out in enqueue order, except that a running head stays
+-- until it finishes. Splitting them means a task of its own ordering_id is
+-- written once at enqueue, updated once at claim and deleted once at
+-- finish, and a claim reads heads only, so a stuck ordering_id's backlog
+-- is never scanned. The view pgsched.tasks shows both as one list.
+--
+-- Keys are compared bytewise (COLLATE "C"): they are identifiers, and
+-- indexes on them must not depend on the operating system's locale, whose
+-- rules can change under an index with a C library upgrade.
+CREATE TABLE pgsched.heads (
     partition_id   integer     NOT NULL,
     ordering_id    text COLLATE "C" NOT NULL,
     scheduled_at   timestamptz NOT NULL,
@@ -55,40 +71,50 @@ CREATE TABLE pgsched.tasks (
     id             bigint      NOT NULL DEFAULT nextval('pgsched.task_id_seq'),
     kind           text        NOT NULL DEFAULT 'default',
     payload        jsonb       NOT NULL DEFAULT '{}',
-    state          text        NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'running')),
     run_at         timestamptz NOT NULL,
     attempt        integer     NOT NULL DEFAULT 0,
     revision       integer     NOT NULL DEFAULT 0, -- times overwritten by schedule
     last_error     text,
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    -- false only when the ordering_id has no backlog task (then finishing
+    -- it needs no look for a next head); kept by settle_heads.
+    backlog        boolean     NOT NULL DEFAULT false,
+    running        boolean     NOT NULL DEFAULT false,
     node_id        text,
     epoch          bigint,
     claimed_at     timestamptz,
+    PRIMARY KEY (partition_id, ordering_id),
+    CHECK (octet_length(ordering_id) BETWEEN 1 AND 255),
+    CHECK (octet_length(uniqueness_key) <= 255),
+    CHECK (octet_length(kind) BETWEEN 1 AND 255),
+    CHECK (running = (node_id IS NOT NULL))
+) PARTITION BY LIST (partition_id);
+
+-- The claim index: idle heads by when they may run.
+CREATE INDEX heads_due ON pgsched.heads (partition_id, run_at) WHERE NOT running;
+-- Running heads by node, for rescuing the tasks of nodes that died.
+CREATE INDEX heads_running ON pgsched.heads (node_id, epoch) WHERE running;
+
+-- The same task columns as heads, in the same order, so a task moves
+-- between the two with its history (attempt, last_error, run_at).
+CREATE TABLE pgsched.backlog (
+    partition_id   integer     NOT NULL,
+    ordering_id    text COLLATE "C" NOT NULL,
+    scheduled_at   timestamptz NOT NULL,
+    uniqueness_key text COLLATE "C" NOT NULL DEFAULT '',
+    id             bigint      NOT NULL DEFAULT nextval('pgsched.task_id_seq'),
+    kind           text        NOT NULL DEFAULT 'default',
+    payload        jsonb       NOT NULL DEFAULT '{}',
+    run_at         timestamptz NOT NULL,
+    attempt        integer     NOT NULL DEFAULT 0,
+    revision       integer     NOT NULL DEFAULT 0,
+    last_error     text,
     created_at     timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (partition_id, ordering_id, scheduled_at, uniqueness_key),
     CHECK (octet_length(ordering_id) BETWEEN 1 AND 255),
     CHECK (octet_length(uniqueness_key) <= 255),
     CHECK (octet_length(kind) BETWEEN 1 AND 255)
 ) PARTITION BY LIST (partition_id);
-
--- The database's own backstop: at most one running task per ordering_id.
-CREATE UNIQUE INDEX tasks_one_running ON pgsched.tasks (partition_id, ordering_id) WHERE state = 'running';
-
--- One row per ordering_id that has tasks: the serialisation point for that
--- ordering_id and the claim index. (head_scheduled_at, head_uniqueness_key)
--- is the key of its head (earliest task by scheduled_at, then enqueue order),
--- so a claim reaches the head task with one primary-key probe; next_at is
--- when the head may run; running means its head runs.
-CREATE TABLE pgsched.queues (
-    partition_id        integer     NOT NULL,
-    ordering_id         text COLLATE "C" NOT NULL,
-    head_scheduled_at   timestamptz NOT NULL,
-    head_uniqueness_key text COLLATE "C" NOT NULL,
-    next_at             timestamptz NOT NULL,
-    running           boolean     NOT NULL DEFAULT false,
-    PRIMARY KEY (partition_id, ordering_id)
-) PARTITION BY LIST (partition_id);
-
-CREATE INDEX queues_due ON pgsched.queues (partition_id, next_at) WHERE NOT running;
 
 -- The tables are partitioned by logical partition, but each table
 -- partition holds every table_partitions-th logical partition (default 8).
@@ -107,12 +133,27 @@ DECLARE
 BEGIN
     FOR i IN 0 .. t - 1 LOOP
         SELECT string_agg(p::text, ', ' ORDER BY p) INTO vals FROM generate_series(i, n - 1, t) AS p;
-        EXECUTE format('CREATE TABLE pgsched.tasks_p%s PARTITION OF pgsched.tasks FOR VALUES IN (%s)', i, vals);
-        EXECUTE format('CREATE TABLE pgsched.queues_p%s PARTITION OF pgsched.queues FOR VALUES IN (%s)', i, vals);
+        EXECUTE format('CREATE TABLE pgsched.heads_p%s PARTITION OF pgsched.heads FOR VALUES IN (%s)', i, vals);
+        EXECUTE format('CREATE TABLE pgsched.backlog_p%s PARTITION OF pgsched.backlog FOR VALUES IN (%s)', i, vals);
     END LOOP;
 END
 $$;
 -- +goose StatementEnd
+
+-- tasks: every pending and running task, heads and backlog together, for
+-- people with psql. head says whether it is its ordering_id's next.
+CREATE VIEW pgsched.tasks AS
+SELECT h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.id, h.kind, h.payload,
+       CASE WHEN h.running THEN 'running' ELSE 'pending' END AS state,
+       h.run_at, h.attempt, h.revision, h.last_error, h.node_id, h.epoch, h.claimed_at, h.created_at,
+       true AS head
+FROM pgsched.heads h
+UNION ALL
+SELECT b.partition_id, b.ordering_id, b.scheduled_at, b.uniqueness_key, b.id, b.kind, b.payload,
+       'pending', b.run_at, b.attempt, b.revision, b.last_error, NULL, NULL, NULL, b.created_at,
+       false
+FROM pgsched.backlog b;
+
 
 -- Completion tombstones: a completed key never runs again. Partitioned by
 -- day of completion and dropped whole past the retention window.
@@ -201,25 +242,92 @@ $$;
 
 SELECT pgsched.ensure_completion_partitions(now() - interval '1 day', 8);
 
--- refresh_queue recomputes an ordering queue's head after its tasks changed,
--- deleting the queue when it has none. The caller holds the queue row lock.
--- A running queue keeps its state: its finisher refreshes it.
+
+-- lock_heads locks the heads of the given ordering_ids in key order (every
+-- locker of several heads goes in this order, so they cannot deadlock), one
+-- index probe each.
 -- +goose StatementBegin
-CREATE FUNCTION pgsched.refresh_queue(p_partition integer, p_ordering_id text)
+CREATE FUNCTION pgsched.lock_heads(partition_ids integer[], ordering_ids text[])
 RETURNS void
 LANGUAGE plpgsql AS $$
-DECLARE
-    h record;
 BEGIN
-    SELECT t.scheduled_at, t.uniqueness_key, t.run_at INTO h FROM pgsched.tasks t
-    WHERE t.partition_id = p_partition AND t.ordering_id = p_ordering_id
-    ORDER BY t.scheduled_at, t.id LIMIT 1;
-    IF NOT FOUND THEN
-        DELETE FROM pgsched.queues q WHERE q.partition_id = p_partition AND q.ordering_id = p_ordering_id;
-    ELSE
-        UPDATE pgsched.queues q SET head_scheduled_at = h.scheduled_at, head_uniqueness_key = h.uniqueness_key, next_at = h.run_at
-        WHERE q.partition_id = p_partition AND q.ordering_id = p_ordering_id AND NOT q.running;
-    END IF;
+    PERFORM 1 FROM (
+        SELECT DISTINCT a.p, a.o COLLATE "C" AS o FROM unnest(partition_ids, ordering_ids) AS a(p, o)
+        ORDER BY a.p, o
+    ) a
+    CROSS JOIN LATERAL (
+        SELECT 1 FROM pgsched.heads h WHERE h.partition_id = a.p AND h.ordering_id = a.o LIMIT 1 FOR UPDATE
+    ) l;
+END
+$$;
+-- +goose StatementEnd
+
+-- settle_heads makes each given ordering_id's head its earliest task again
+-- after its tasks changed: the earliest backlog task (by scheduled_at, then
+-- id) becomes the head when there is none, or when it comes before an idle
+-- head, which then goes back to the backlog. A running head stays. It also
+-- sets each head's backlog flag. One statement for the whole set; the
+-- caller holds the heads' locks (or has deleted them in this transaction).
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.settle_heads(partition_ids integer[], ordering_ids text[])
+RETURNS void
+LANGUAGE plpgsql
+SET enable_seqscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+SET enable_material = off
+AS $$
+BEGIN
+    WITH k AS (
+        SELECT DISTINCT a.p, a.o FROM unnest(partition_ids, ordering_ids) AS a(p, o)
+    ), st AS (
+        -- The earliest backlog task (two index probes whatever the length)
+        -- and the head, if any; swap: the backlog task becomes the head.
+        SELECT k.p, k.o, b.scheduled_at, b.uniqueness_key, b.id, b.kind, b.payload, b.run_at, b.attempt,
+               b.revision, b.last_error, b.created_at,
+               b.id IS NOT NULL AS has_next, h.ordering_id IS NOT NULL AS has_head, h.backlog AS flag,
+               b.id IS NOT NULL AND (h.ordering_id IS NULL
+                   OR (NOT h.running AND (b.scheduled_at, b.id) < (h.scheduled_at, h.id))) AS swap
+        FROM k
+        LEFT JOIN LATERAL (
+            SELECT b.* FROM pgsched.backlog b
+            WHERE b.partition_id = k.p AND b.ordering_id = k.o
+              AND b.scheduled_at = (SELECT b2.scheduled_at FROM pgsched.backlog b2
+                                    WHERE b2.partition_id = k.p AND b2.ordering_id = k.o
+                                    ORDER BY b2.scheduled_at LIMIT 1)
+            ORDER BY b.id LIMIT 1
+        ) b ON true
+        LEFT JOIN pgsched.heads h ON h.partition_id = k.p AND h.ordering_id = k.o
+    ), popped AS (
+        DELETE FROM pgsched.backlog b USING st
+        WHERE st.swap AND b.partition_id = st.p AND b.ordering_id = st.o
+          AND b.scheduled_at = st.scheduled_at AND b.uniqueness_key = st.uniqueness_key
+    ), demoted AS (
+        INSERT INTO pgsched.backlog (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
+                                     run_at, attempt, revision, last_error, created_at)
+        SELECT h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.id, h.kind, h.payload,
+               h.run_at, h.attempt, h.revision, h.last_error, h.created_at
+        FROM st JOIN pgsched.heads h ON h.partition_id = st.p AND h.ordering_id = st.o
+        WHERE st.swap AND st.has_head
+    ), flagged AS (
+        UPDATE pgsched.heads h SET backlog = st.has_next
+        FROM st
+        WHERE NOT st.swap AND st.has_head AND st.flag <> st.has_next
+          AND h.partition_id = st.p AND h.ordering_id = st.o
+    )
+    INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
+                                    run_at, attempt, revision, last_error, created_at, backlog)
+    SELECT st.p, st.o, st.scheduled_at, st.uniqueness_key, st.id, st.kind, st.payload,
+           st.run_at, st.attempt, st.revision, st.last_error, st.created_at,
+           st.has_head OR EXISTS (SELECT 1 FROM pgsched.backlog b
+                                  WHERE b.partition_id = st.p AND b.ordering_id = st.o
+                                    AND (b.scheduled_at, b.uniqueness_key) <> (st.scheduled_at, st.uniqueness_key))
+    FROM st WHERE st.swap
+    ON CONFLICT (partition_id, ordering_id) DO UPDATE
+    SET scheduled_at = excluded.scheduled_at, uniqueness_key = excluded.uniqueness_key, id = excluded.id,
+        kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, attempt = excluded.attempt,
+        revision = excluded.revision, last_error = excluded.last_error, created_at = excluded.created_at,
+        backlog = excluded.backlog;
 END
 $$;
 -- +goose StatementEnd
@@ -251,7 +359,10 @@ DECLARE
     where_ text := '';
     lo timestamptz;
     hi timestamptz;
-    done bigint[];
+    fresh integer[];
+    done integer[];
+    settle_p integer[];
+    settle_o text[];
 BEGIN
     SELECT * INTO STRICT s FROM pgsched.settings;
     IF coalesce(cardinality(scheduled_ats), 0) <> n
@@ -292,26 +403,32 @@ BEGIN
     SELECT array_agg(pgsched.partition_of(u.o, s.partition_count) ORDER BY u.i) INTO parts
     FROM unnest(ordering_ids) WITH ORDINALITY AS u(o, i);
 
-    -- Lock (creating where new) the queue of every ordering_id, in key order
-    -- so concurrent batches and finishers cannot deadlock. The head can only
-    -- move earlier here: a queue's head becomes this batch's earliest task of
-    -- it (by scheduled_at, then uniqueness_key: the order in which the insert
-    -- below hands out ids) when that is strictly earlier. A key that turns
-    -- out completed is corrected below. A queue whose head does not move is
-    -- locked but not rewritten.
-    INSERT INTO pgsched.queues AS q (partition_id, ordering_id, head_scheduled_at, head_uniqueness_key, next_at)
-    SELECT DISTINCT ON (u.p, u.o) u.p, u.o, u.sa, coalesce(u.uk, ''), u.sa
-    FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) AS u(p, o, sa, uk)
-    ORDER BY u.p, u.o, u.sa, coalesce(u.uk, '')
-    ON CONFLICT (partition_id, ordering_id) DO UPDATE
-    SET head_scheduled_at = excluded.head_scheduled_at, head_uniqueness_key = excluded.head_uniqueness_key,
-        next_at = excluded.next_at
-    WHERE excluded.head_scheduled_at < q.head_scheduled_at;
+    -- Lock the head of every ordering_id in the batch, in key order (so
+    -- concurrent batches and finishers cannot deadlock), writing the
+    -- batch's earliest task of it as its head where it has none. fresh
+    -- holds the batch positions written so; for a batch of new ordering_ids
+    -- with one task each that is the whole enqueue. An existing head is
+    -- locked, not rewritten (ON CONFLICT DO UPDATE ... WHERE false).
+    WITH first AS (
+        SELECT DISTINCT ON (u.p, u.o) u.* FROM (
+            SELECT x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
+                   coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(x.k, 'default') AS k, x.i
+            FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
+        ) u
+        ORDER BY u.p, u.o, u.sa, u.uk, u.i DESC
+    ), ins AS (
+        INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
+        SELECT f.p, f.o, f.sa, f.uk, f.k, f.pl, f.sa FROM first f
+        ORDER BY f.p, f.o
+        ON CONFLICT (partition_id, ordering_id) DO UPDATE SET revision = h.revision WHERE false
+        RETURNING h.partition_id, h.ordering_id
+    )
+    SELECT array_agg(f.i) INTO fresh FROM first f JOIN ins ON ins.partition_id = f.p AND ins.ordering_id = f.o;
 
-    -- With the queue locks held, the next statement's fresh snapshot sees
-    -- every completion of these ordering_ids: a completed key never runs
-    -- again. A key completes after its scheduled_at and, as its finisher held
-    -- the queue lock we now hold, before now: the bounds [lo, hi] prune the
+    -- With the heads locked, the next statement's fresh snapshot sees every
+    -- completion of these ordering_ids: a completed key never runs again.
+    -- A key completes after its scheduled_at and, as its finisher held the
+    -- head lock we now hold, before now: the bounds [lo, hi] prune the
     -- daily completion partitions to those that can hold a tombstone of this
     -- batch (none when it is all in the future).
     lo := (SELECT min(u.sa) FROM unnest(scheduled_ats) AS u(sa));
@@ -325,30 +442,72 @@ BEGIN
             LIMIT 1) c;
     END IF;
 
+    -- The common case: every task a new ordering_id's only task, none done.
+    IF done IS NULL AND coalesce(cardinality(fresh), 0) = n THEN
+        results := array_fill('inserted'::text, ARRAY[n]);
+        IF lo <= t_now + s.notify_horizon THEN
+            PERFORM pg_notify('pgsched.due', '');
+        END IF;
+        RETURN results;
+    END IF;
+
+    -- Rare: a head just written for a completed key goes again.
+    IF done IS NOT NULL AND fresh IS NOT NULL THEN
+        DELETE FROM pgsched.heads h
+        USING unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) WITH ORDINALITY AS u(p, o, sa, uk, i)
+        WHERE u.i IN (SELECT unnest(fresh)) AND u.i IN (SELECT unnest(done))
+          AND h.partition_id = u.p AND h.ordering_id = u.o AND h.scheduled_at = u.sa
+          AND h.uniqueness_key = coalesce(u.uk, '') AND NOT h.running;
+    END IF;
+
+    -- Every other task of the batch: its key is an existing idle head
+    -- (overwritten), a running head (PGS03 below) or goes to the backlog
+    -- (inserted, or overwritten when there). Then the ordering_ids that
+    -- got backlog tasks, or lost a head just written, are settled: a task
+    -- earlier than an idle head takes its place.
     WITH u AS (
-        SELECT x.i, x.p, x.o, x.sa, coalesce(x.uk, '') AS uk, coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(x.k, 'default') AS k,
-               x.i IN (SELECT unnest(done)) AS completed
+        SELECT x.i, x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
+               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(x.k, 'default') AS k,
+               x.i IN (SELECT unnest(done)) AS completed, x.i IN (SELECT unnest(fresh)) AS fresh
         FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
     ), cand AS (
         SELECT DISTINCT ON (u.p, u.o, u.sa, u.uk) u.*
         FROM u WHERE NOT u.completed
         ORDER BY u.p, u.o, u.sa, u.uk, u.i DESC
-    ), up AS (
-        INSERT INTO pgsched.tasks AS t (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
-        SELECT cand.p, cand.o, cand.sa, cand.uk, cand.k, cand.pl, cand.sa FROM cand
-        ORDER BY cand.p, cand.o, cand.sa, cand.uk
+    ), rest AS (
+        SELECT c.*, h.ordering_id IS NOT NULL AS is_head, coalesce(h.running, false) AS head_running
+        FROM cand c
+        LEFT JOIN pgsched.heads h ON h.partition_id = c.p AND h.ordering_id = c.o
+                                 AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk
+        WHERE NOT c.fresh
+    ), hu AS (
+        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, revision = h.revision + 1
+        FROM rest r
+        WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o
+        RETURNING h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key
+    ), bl AS (
+        INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
+        SELECT r.p, r.o, r.sa, r.uk, r.k, r.pl, r.sa FROM rest r WHERE NOT r.is_head
+        ORDER BY r.p, r.o, r.sa, r.uk
         ON CONFLICT (partition_id, ordering_id, scheduled_at, uniqueness_key) DO UPDATE
-        SET kind = excluded.kind, payload = excluded.payload, revision = t.revision + 1
-        WHERE t.state = 'pending'
-        RETURNING t.partition_id, t.ordering_id, t.scheduled_at, t.uniqueness_key, (t.revision = 0) AS inserted
+        SET kind = excluded.kind, payload = excluded.payload, revision = b.revision + 1
+        RETURNING b.partition_id, b.ordering_id, b.scheduled_at, b.uniqueness_key, (b.revision = 0) AS inserted
+    ), kr AS (
+        SELECT c.p, c.o, c.sa, c.uk, 'inserted' AS r FROM cand c WHERE c.fresh
+        UNION ALL
+        SELECT r.p, r.o, r.sa, r.uk, NULL FROM rest r WHERE r.head_running
+        UNION ALL
+        SELECT x.partition_id, x.ordering_id, x.scheduled_at, x.uniqueness_key, 'updated' FROM hu x
+        UNION ALL
+        SELECT x.partition_id, x.ordering_id, x.scheduled_at, x.uniqueness_key,
+               CASE WHEN x.inserted THEN 'inserted' ELSE 'updated' END FROM bl x
+    ), res AS (
+        SELECT array_agg(CASE WHEN u.completed THEN 'already_completed' ELSE kr.r END ORDER BY u.i) AS results
+        FROM u LEFT JOIN kr ON kr.p = u.p AND kr.o = u.o AND kr.sa = u.sa AND kr.uk = u.uk
+    ), st AS (
+        SELECT array_agg(x.partition_id) AS p, array_agg(x.ordering_id) AS o FROM bl x
     )
-    SELECT array_agg(
-        CASE WHEN u.completed THEN 'already_completed'
-             WHEN up.inserted THEN 'inserted'
-             WHEN up.inserted IS NOT NULL THEN 'updated'
-        END ORDER BY u.i) INTO results
-    FROM u LEFT JOIN up ON up.partition_id = u.p AND up.ordering_id = u.o
-        AND up.scheduled_at = u.sa AND up.uniqueness_key = u.uk;
+    SELECT res.results, st.p, st.o INTO results, settle_p, settle_o FROM res, st;
 
     bad_at := array_position(results, NULL);
     IF bad_at IS NOT NULL THEN
@@ -360,12 +519,12 @@ BEGIN
             USING ERRCODE = 'PGS03';
     END IF;
 
-    -- Rare: queues locked for keys that were all completed need their head
-    -- recomputed (or the queue removed).
-    IF 'already_completed' = ANY (results) THEN
-        PERFORM pgsched.refresh_queue(x.p, x.o)
-        FROM (SELECT DISTINCT u.p, u.o FROM unnest(parts, ordering_ids, results) AS u(p, o, r)
-              WHERE u.r = 'already_completed') x;
+    IF done IS NOT NULL THEN
+        SELECT settle_p || array_agg(u.p), settle_o || array_agg(u.o) INTO settle_p, settle_o
+        FROM unnest(parts, ordering_ids) WITH ORDINALITY AS u(p, o, i) WHERE u.i IN (SELECT unnest(done));
+    END IF;
+    IF settle_p IS NOT NULL THEN
+        PERFORM pgsched.settle_heads(settle_p, settle_o);
     END IF;
 
     IF EXISTS (SELECT 1 FROM unnest(scheduled_ats, results) AS u(sa, r)
@@ -402,25 +561,29 @@ RETURNS void
 LANGUAGE plpgsql AS $$
 DECLARE
     p integer := pgsched.partition_of(ordering_id, (SELECT partition_count FROM pgsched.settings));
-    st text;
+    uk text := coalesce(uniqueness_key, '');
+    hd record;
 BEGIN
-    PERFORM 1 FROM pgsched.queues q WHERE q.partition_id = p AND q.ordering_id = cancel.ordering_id FOR UPDATE;
-    DELETE FROM pgsched.tasks t
-    WHERE t.partition_id = p AND t.ordering_id = cancel.ordering_id
-      AND t.scheduled_at = cancel.scheduled_at AND t.uniqueness_key = coalesce(cancel.uniqueness_key, '')
-      AND t.state = 'pending';
-    IF NOT FOUND THEN
-        SELECT t.state INTO st FROM pgsched.tasks t
-        WHERE t.partition_id = p AND t.ordering_id = cancel.ordering_id
-          AND t.scheduled_at = cancel.scheduled_at AND t.uniqueness_key = coalesce(cancel.uniqueness_key, '');
-        IF st = 'running' THEN
+    SELECT h.scheduled_at, h.uniqueness_key, h.running INTO hd FROM pgsched.heads h
+    WHERE h.partition_id = p AND h.ordering_id = cancel.ordering_id FOR UPDATE;
+    IF FOUND AND hd.scheduled_at = cancel.scheduled_at AND hd.uniqueness_key = uk THEN
+        IF hd.running THEN
             RAISE EXCEPTION 'pgsched: task (%, %, %) is running and cannot be cancelled',
-                ordering_id, scheduled_at, uniqueness_key USING ERRCODE = 'PGS03';
+                ordering_id, scheduled_at, uk USING ERRCODE = 'PGS03';
         END IF;
-        RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uniqueness_key
+        DELETE FROM pgsched.heads h WHERE h.partition_id = p AND h.ordering_id = cancel.ordering_id;
+        PERFORM pgsched.settle_heads(ARRAY[p], ARRAY[ordering_id]);
+        RETURN;
+    END IF;
+    IF FOUND THEN
+        DELETE FROM pgsched.backlog b
+        WHERE b.partition_id = p AND b.ordering_id = cancel.ordering_id
+          AND b.scheduled_at = cancel.scheduled_at AND b.uniqueness_key = uk;
+    END IF;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uk
             USING ERRCODE = 'PGS04';
     END IF;
-    PERFORM pgsched.refresh_queue(p, ordering_id);
 END
 $$;
 -- +goose StatementEnd
@@ -437,7 +600,7 @@ DECLARE
     s pgsched.settings;
     p integer;
     uk text := coalesce(uniqueness_key, '');
-    st text;
+    hd record;
 BEGIN
     SELECT * INTO STRICT s FROM pgsched.settings;
     IF new_scheduled_at IS NULL OR new_scheduled_at IN ('infinity', '-infinity') THEN
@@ -448,29 +611,36 @@ BEGIN
             USING ERRCODE = 'PGS02';
     END IF;
     p := pgsched.partition_of(ordering_id, s.partition_count);
-    PERFORM 1 FROM pgsched.queues q WHERE q.partition_id = p AND q.ordering_id = reschedule.ordering_id FOR UPDATE;
+    SELECT h.scheduled_at, h.uniqueness_key, h.running INTO hd FROM pgsched.heads h
+    WHERE h.partition_id = p AND h.ordering_id = reschedule.ordering_id FOR UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uk USING ERRCODE = 'PGS04';
+    END IF;
+    IF hd.scheduled_at = reschedule.scheduled_at AND hd.uniqueness_key = uk AND hd.running THEN
+        RAISE EXCEPTION 'pgsched: task (%, %, %) is running and cannot be rescheduled', ordering_id, scheduled_at, uk
+            USING ERRCODE = 'PGS03';
+    END IF;
     IF new_scheduled_at <> scheduled_at AND (
-        EXISTS (SELECT 1 FROM pgsched.tasks t WHERE t.partition_id = p AND t.ordering_id = reschedule.ordering_id
-                AND t.scheduled_at = new_scheduled_at AND t.uniqueness_key = uk)
+        (hd.scheduled_at = new_scheduled_at AND hd.uniqueness_key = uk)
+        OR EXISTS (SELECT 1 FROM pgsched.backlog b WHERE b.partition_id = p AND b.ordering_id = reschedule.ordering_id
+                   AND b.scheduled_at = new_scheduled_at AND b.uniqueness_key = uk)
         OR EXISTS (SELECT 1 FROM pgsched.completions c WHERE c.partition_id = p AND c.ordering_id = reschedule.ordering_id
-                AND c.scheduled_at = new_scheduled_at AND c.uniqueness_key = uk AND c.completed_at >= new_scheduled_at)) THEN
+                   AND c.scheduled_at = new_scheduled_at AND c.uniqueness_key = uk AND c.completed_at >= new_scheduled_at)) THEN
         RAISE EXCEPTION 'pgsched: a task (%, %, %) already exists or was completed', ordering_id, new_scheduled_at, uk
             USING ERRCODE = 'PGS05';
     END IF;
-    UPDATE pgsched.tasks t SET scheduled_at = new_scheduled_at, run_at = new_scheduled_at
-    WHERE t.partition_id = p AND t.ordering_id = reschedule.ordering_id
-      AND t.scheduled_at = reschedule.scheduled_at AND t.uniqueness_key = uk AND t.state = 'pending';
-    IF NOT FOUND THEN
-        SELECT t.state INTO st FROM pgsched.tasks t
-        WHERE t.partition_id = p AND t.ordering_id = reschedule.ordering_id
-          AND t.scheduled_at = reschedule.scheduled_at AND t.uniqueness_key = uk;
-        IF st = 'running' THEN
-            RAISE EXCEPTION 'pgsched: task (%, %, %) is running and cannot be rescheduled', ordering_id, scheduled_at, uk
-                USING ERRCODE = 'PGS03';
+    IF hd.scheduled_at = reschedule.scheduled_at AND hd.uniqueness_key = uk THEN
+        UPDATE pgsched.heads h SET scheduled_at = new_scheduled_at, run_at = new_scheduled_at
+        WHERE h.partition_id = p AND h.ordering_id = reschedule.ordering_id;
+    ELSE
+        UPDATE pgsched.backlog b SET scheduled_at = new_scheduled_at, run_at = new_scheduled_at
+        WHERE b.partition_id = p AND b.ordering_id = reschedule.ordering_id
+          AND b.scheduled_at = reschedule.scheduled_at AND b.uniqueness_key = uk;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uk USING ERRCODE = 'PGS04';
         END IF;
-        RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uk USING ERRCODE = 'PGS04';
     END IF;
-    PERFORM pgsched.refresh_queue(p, ordering_id);
+    PERFORM pgsched.settle_heads(ARRAY[p], ARRAY[ordering_id]);
     IF new_scheduled_at <= now() + s.notify_horizon THEN
         PERFORM pg_notify('pgsched.due', '');
     END IF;
@@ -478,80 +648,26 @@ END
 $$;
 -- +goose StatementEnd
 
-
--- lock_queues locks the given ordering queues in key order (so lockers
--- cannot deadlock), one index probe each.
--- +goose StatementBegin
-CREATE FUNCTION pgsched.lock_queues(partition_ids integer[], ordering_ids text[])
-RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM 1 FROM (
-        SELECT DISTINCT a.p, a.o FROM unnest(partition_ids, ordering_ids) AS a(p, o) ORDER BY a.p, a.o
-    ) a
-    CROSS JOIN LATERAL (
-        SELECT 1 FROM pgsched.queues q WHERE q.partition_id = a.p AND q.ordering_id = a.o LIMIT 1 FOR UPDATE
-    ) l;
-END
-$$;
--- +goose StatementEnd
-
--- advance_queues moves the given ordering queues, whose running task just
--- finished or was given back, on to their next head (or removes them when
--- they have no task left), in one statement. The caller holds the queue row
--- locks. The head is found with two index probes (earliest scheduled_at,
--- then the first enqueued at that time), whatever the queue's length.
--- +goose StatementBegin
-CREATE FUNCTION pgsched.advance_queues(partition_ids integer[], ordering_ids text[])
-RETURNS void
-LANGUAGE plpgsql AS $$
-BEGIN
-    WITH h AS (
-        SELECT a.p, a.o, hd.scheduled_at, hd.uniqueness_key, hd.run_at
-        FROM unnest(partition_ids, ordering_ids) AS a(p, o)
-        LEFT JOIN LATERAL (
-            SELECT t.scheduled_at, t.uniqueness_key, t.run_at FROM pgsched.tasks t
-            WHERE t.partition_id = a.p AND t.ordering_id = a.o
-              AND t.scheduled_at = (SELECT t2.scheduled_at FROM pgsched.tasks t2
-                                    WHERE t2.partition_id = a.p AND t2.ordering_id = a.o
-                                    ORDER BY t2.scheduled_at LIMIT 1)
-            ORDER BY t.id LIMIT 1
-        ) hd ON true
-    ), moved AS (
-        UPDATE pgsched.queues q
-        SET running = false, head_scheduled_at = h.scheduled_at, head_uniqueness_key = h.uniqueness_key, next_at = h.run_at
-        FROM h
-        WHERE q.partition_id = h.p AND q.ordering_id = h.o AND h.scheduled_at IS NOT NULL
-    )
-    DELETE FROM pgsched.queues q
-    USING h
-    WHERE q.partition_id = h.p AND q.ordering_id = h.o AND h.scheduled_at IS NULL;
-END
-$$;
--- +goose StatementEnd
-
--- claim_due_many claims the head task of up to p_max due ordering queues
--- from the given partitions, in the order given (callers pass the most
--- overdue first), for the node (p_node_id, p_epoch) while its lease is
--- live, and returns the claimed tasks: one transaction, so one commit (one
--- WAL flush) however many partitions it spans. Each statement locks rows of
--- one partition only. With p_ahead_seconds, heads due within that much of
--- now are claimed too: the worker holds them and starts each on time, so a
+-- claim_due_many claims up to p_max due idle heads from the given
+-- partitions, in the order given (callers pass the most overdue first), for
+-- the node (p_node_id, p_epoch) while its lease is live, and returns them:
+-- one transaction, so one commit (one WAL flush) however many partitions it
+-- spans, and one row update per task. Each statement locks rows of one
+-- partition only. With p_ahead_seconds, heads due within that much of now
+-- are claimed too: the worker holds them and starts each on time, so a
 -- claim's round trip and commit are not part of a task's start lateness.
 --
--- Queues are locked with SKIP LOCKED in a CTE (never IN (subquery ... FOR
--- UPDATE), which can update more rows than the limit). Each queue names its
--- head's key, found with one primary-key probe (a LATERAL ... LIMIT 1
--- cannot be flattened into a join); both updates then address their rows
--- by ctid, so no plan scans a partition per claimed task, even on tables
--- never analyzed. The task update re-checks state and run_at, so a task
--- changed since the statement's snapshot is left alone. Seq scans are
--- disabled because the planner, costing a ctid fetch as a random page read,
--- prefers scanning a small partition whole to fetching 100 tuples.
+-- Heads are locked with SKIP LOCKED in a CTE (never IN (subquery ... FOR
+-- UPDATE), which can update more rows than the limit), then updated by
+-- ctid, so no plan scans a partition per claimed task, even on tables
+-- never analyzed. Seq scans are disabled because the planner, costing a
+-- ctid fetch as a random page read, prefers scanning a small partition
+-- whole to fetching 100 tuples; generic plans because plpgsql would
+-- otherwise re-plan the statement for every partition.
 -- +goose StatementBegin
 CREATE FUNCTION pgsched.claim_due_many(p_node_id text, p_epoch bigint, p_partitions integer[], p_max integer,
                                        p_ahead_seconds float8 DEFAULT 0)
-RETURNS SETOF pgsched.tasks
+RETURNS SETOF pgsched.heads
 LANGUAGE plpgsql
 SET enable_seqscan = off
 SET plan_cache_mode = force_generic_plan
@@ -566,31 +682,18 @@ BEGIN
         EXIT WHEN left_ <= 0;
         RETURN QUERY
         WITH q AS (
-            SELECT qq.ctid AS qtid, qq.ordering_id, qq.head_scheduled_at, qq.head_uniqueness_key FROM pgsched.queues qq
-            WHERE qq.partition_id = p AND NOT qq.running AND qq.next_at <= horizon
+            SELECT h.ctid AS tid FROM pgsched.heads h
+            WHERE h.partition_id = p AND NOT h.running AND h.run_at <= horizon
               AND EXISTS (SELECT 1 FROM pgsched.nodes n
                           WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now())
-            ORDER BY qq.next_at
+            ORDER BY h.run_at
             LIMIT left_
             FOR UPDATE SKIP LOCKED
-        ), claimed AS (
-            UPDATE pgsched.tasks t
-            SET state = 'running', node_id = p_node_id, epoch = p_epoch, attempt = t.attempt + 1, claimed_at = now()
-            WHERE t.partition_id = p
-              AND t.ctid = ANY (ARRAY(
-                SELECT h.ctid FROM q CROSS JOIN LATERAL (
-                    SELECT t2.ctid FROM pgsched.tasks t2
-                    WHERE t2.partition_id = p AND t2.ordering_id = q.ordering_id
-                      AND t2.scheduled_at = q.head_scheduled_at AND t2.uniqueness_key = q.head_uniqueness_key
-                    LIMIT 1) h))
-              AND t.state = 'pending' AND t.run_at <= horizon
-            RETURNING t.*
-        ), marked AS (
-            UPDATE pgsched.queues qq SET running = true
-            WHERE qq.partition_id = p
-              AND qq.ctid = ANY (ARRAY(SELECT q.qtid FROM q JOIN claimed c ON c.ordering_id = q.ordering_id))
         )
-        SELECT c.* FROM claimed c;
+        UPDATE pgsched.heads h
+        SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = now()
+        WHERE h.partition_id = p AND h.ctid = ANY (ARRAY(SELECT q.tid FROM q)) AND NOT h.running
+        RETURNING h.*;
         GET DIAGNOSTICS got = ROW_COUNT;
         left_ := left_ - got;
     END LOOP;
@@ -601,10 +704,16 @@ $$;
 -- finish_tasks records what happened to running tasks, in one batch:
 -- outcome 'completed' deletes the task and writes its tombstone, 'dead' moves
 -- it to dead_tasks, 'retry' makes it pending again retry_delay seconds from
--- now (the database's now), 'release'
--- makes it pending again as it was (a graceful stop gave it back). Only tasks
--- still held by (node_id, epoch) change: a stale node's late writes change
--- nothing. Returns the ids of the tasks that changed.
+-- now (the database's now), 'release' makes it pending again as it was (a
+-- graceful stop gave it back). Only tasks still held by (node_id, epoch)
+-- change: a stale node's late writes change nothing. Returns the ids of the
+-- tasks that changed.
+--
+-- Heads are changed in key order, so enqueuers (which lock heads in that
+-- order too) and finishers cannot deadlock: a batch of completions alone is
+-- one delete, driven by the sorted batch through a nested loop of primary
+-- key probes (hash and merge joins are off so the order holds); a batch
+-- with retries or releases locks its heads first.
 -- +goose StatementBegin
 CREATE FUNCTION pgsched.finish_tasks(
     p_node_id      text,
@@ -618,36 +727,37 @@ CREATE FUNCTION pgsched.finish_tasks(
 )
 RETURNS bigint[]
 LANGUAGE plpgsql
--- The batch spans partitions, and the planner does not cost run-time
--- partition pruning: left alone it prefers scanning every partition of the
--- queues (or rescanning every running task per batch item) to one index
--- probe per item. These settings, with LATERAL ... LIMIT 1 probes, keep
--- every plan at a few index probes per item.
 SET enable_seqscan = off
+SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET enable_material = off
-SET enable_nestloop = on
 AS $$
 DECLARE
-    applied_p integer[];
-    applied_o text[];
-    applied_id bigint[];
+    gone_p  integer[];
+    gone_o  text[];
+    gone_id bigint[];
+    back_p  integer[];
+    back_o  text[];
+    back_id bigint[];
 BEGIN
-    -- Lock the queues first, in key order, so enqueuers and other finishers
-    -- queue up behind us and the statements below see their commits.
-    PERFORM pgsched.lock_queues(partition_ids, ordering_ids);
+    IF EXISTS (SELECT 1 FROM unnest(outcomes) AS x(outcome) WHERE x.outcome NOT IN ('completed', 'dead')) THEN
+        PERFORM pgsched.lock_heads(partition_ids, ordering_ids);
+    END IF;
 
-    -- The tasks changed here are running ones: hash the batch against the
-    -- running tasks (a partial index), never rescan them per batch item.
-    SET LOCAL enable_nestloop = off;
-    WITH b AS (
-        SELECT * FROM unnest(partition_ids, ordering_ids, task_ids, outcomes, retry_delays, errors)
-            AS b(p, o, id, outcome, retry_delay, err)
-    ), gone AS (
-        DELETE FROM pgsched.tasks t USING b
-        WHERE t.partition_id = b.p AND t.ordering_id = b.o AND t.state = 'running' AND t.id = b.id
-          AND t.node_id = p_node_id AND t.epoch = p_epoch AND b.outcome IN ('completed', 'dead')
-        RETURNING t.*, b.outcome, b.err
+    WITH gone AS (
+        DELETE FROM pgsched.heads h
+        USING (
+            SELECT b.p, b.o COLLATE "C" AS o, b.id, b.outcome, b.err
+            FROM unnest(partition_ids, ordering_ids, task_ids, outcomes, errors) AS b(p, o, id, outcome, err)
+            WHERE b.outcome IN ('completed', 'dead')
+            ORDER BY b.p, o
+        ) b
+        -- Held by this node means running (CHECK on heads). Not saying
+        -- running keeps the planner off the partial index of running heads:
+        -- driven from there, it rescans the batch per running task.
+        WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
+          AND h.node_id = p_node_id AND h.epoch = p_epoch
+        RETURNING h.*, b.outcome, b.err
     ), tomb AS (
         INSERT INTO pgsched.completions (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, attempt, node_id, completed_at)
         SELECT g.partition_id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.attempt, g.node_id, now()
@@ -656,87 +766,101 @@ BEGIN
         INSERT INTO pgsched.dead_tasks (partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, last_error, node_id)
         SELECT g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt, g.err, g.node_id
         FROM gone g WHERE g.outcome = 'dead'
-    ), back AS (
-        UPDATE pgsched.tasks t
-        SET state = 'pending', node_id = NULL, epoch = NULL, claimed_at = NULL,
-            run_at = CASE WHEN b.outcome = 'retry' THEN now() + make_interval(secs => coalesce(b.retry_delay, 0)) ELSE t.run_at END,
-            attempt = CASE WHEN b.outcome = 'release' THEN greatest(t.attempt - 1, 0) ELSE t.attempt END,
-            last_error = CASE WHEN b.outcome = 'retry' THEN b.err ELSE t.last_error END
-        FROM b
-        WHERE t.partition_id = b.p AND t.ordering_id = b.o AND t.state = 'running' AND t.id = b.id
-          AND t.node_id = p_node_id AND t.epoch = p_epoch AND b.outcome IN ('retry', 'release')
-        RETURNING t.partition_id, t.ordering_id, t.id
-    ), applied AS (
-        SELECT g.partition_id, g.ordering_id, g.id FROM gone g
-        UNION ALL
-        SELECT k.partition_id, k.ordering_id, k.id FROM back k
     )
-    SELECT array_agg(a.partition_id), array_agg(a.ordering_id), array_agg(a.id)
-    INTO applied_p, applied_o, applied_id FROM applied a;
-    SET LOCAL enable_nestloop = on;
+    SELECT array_agg(g.partition_id) FILTER (WHERE g.backlog), array_agg(g.ordering_id) FILTER (WHERE g.backlog),
+           array_agg(g.id)
+    INTO gone_p, gone_o, gone_id FROM gone g;
 
-    IF applied_id IS NULL THEN
-        RETURN '{}';
+    IF gone_p IS NOT NULL THEN
+        -- The next task of each ordering_id with a backlog becomes its head.
+        PERFORM pgsched.settle_heads(gone_p, gone_o);
     END IF;
 
-    PERFORM pgsched.advance_queues(applied_p, applied_o);
+    IF cardinality(gone_id) IS DISTINCT FROM cardinality(task_ids) THEN
+        WITH back AS (
+            UPDATE pgsched.heads h
+            SET running = false, node_id = NULL, epoch = NULL, claimed_at = NULL,
+                run_at = CASE WHEN b.outcome = 'retry' THEN now() + make_interval(secs => coalesce(b.retry_delay, 0)) ELSE h.run_at END,
+                attempt = CASE WHEN b.outcome = 'release' THEN greatest(h.attempt - 1, 0) ELSE h.attempt END,
+                last_error = CASE WHEN b.outcome = 'retry' THEN b.err ELSE h.last_error END
+            FROM unnest(partition_ids, ordering_ids, task_ids, outcomes, retry_delays, errors) AS b(p, o, id, outcome, retry_delay, err)
+            WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
+              AND h.node_id = p_node_id AND h.epoch = p_epoch AND b.outcome IN ('retry', 'release')
+            RETURNING h.partition_id, h.ordering_id, h.id
+        )
+        SELECT array_agg(k.partition_id), array_agg(k.ordering_id), array_agg(k.id)
+        INTO back_p, back_o, back_id FROM back k;
+        IF back_id IS NOT NULL THEN
+            -- A task enqueued earlier than the one given back runs first.
+            PERFORM pgsched.settle_heads(back_p, back_o);
+        END IF;
+    END IF;
 
-    RETURN applied_id;
+    RETURN coalesce(gone_id, '{}') || coalesce(back_id, '{}');
 END
 $$;
 -- +goose StatementEnd
 
 -- rescue_expired gives the running tasks of nodes whose lease has expired
--- (or whose row is gone) back to their queues, to run again at once. With
--- p_nodes given, only those nodes' tasks are rescued. Returns the count.
+-- (or whose row is gone) back to their ordering_ids, to run again at once.
+-- With p_nodes given, only those nodes' tasks are rescued; else those of
+-- every node whose row says its lease expired, and with p_orphans also
+-- those of nodes that have no row (found by reading every running head, so
+-- callers ask for that rarely). Returns the count.
 -- +goose StatementBegin
-CREATE FUNCTION pgsched.rescue_expired(p_nodes text[] DEFAULT NULL)
+CREATE FUNCTION pgsched.rescue_expired(p_nodes text[] DEFAULT NULL, p_orphans boolean DEFAULT false)
 RETURNS integer
 LANGUAGE plpgsql
 SET enable_seqscan = off
+SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET enable_material = off
-SET enable_nestloop = on
 AS $$
 DECLARE
+    cands  text[] := p_nodes;
     lost_p integer[];
     lost_o text[];
-    lost_id bigint[];
     n integer;
 BEGIN
-    SELECT array_agg(t.partition_id ORDER BY t.partition_id, t.ordering_id),
-           array_agg(t.ordering_id ORDER BY t.partition_id, t.ordering_id),
-           array_agg(t.id ORDER BY t.partition_id, t.ordering_id)
-    INTO lost_p, lost_o, lost_id
-    FROM pgsched.tasks t
-    LEFT JOIN pgsched.nodes nd ON nd.node_id = t.node_id AND nd.epoch = t.epoch
-    WHERE t.state = 'running'
-      AND (p_nodes IS NULL OR t.node_id = ANY (p_nodes))
-      AND (nd.node_id IS NULL OR nd.lease_expires_at < now());
-    IF lost_id IS NULL THEN
+    IF cands IS NULL THEN
+        SELECT coalesce(array_agg(nd.node_id), '{}') INTO cands FROM pgsched.nodes nd WHERE nd.lease_expires_at < now();
+        IF p_orphans THEN
+            cands := cands || ARRAY(SELECT DISTINCT h.node_id FROM pgsched.heads h
+                                    WHERE h.running AND NOT EXISTS (SELECT 1 FROM pgsched.nodes nd WHERE nd.node_id = h.node_id));
+        END IF;
+    END IF;
+    IF cardinality(cands) = 0 THEN
         RETURN 0;
     END IF;
 
-    PERFORM pgsched.lock_queues(lost_p, lost_o);
+    SELECT array_agg(h.partition_id), array_agg(h.ordering_id)
+    INTO lost_p, lost_o
+    FROM pgsched.heads h
+    LEFT JOIN pgsched.nodes nd ON nd.node_id = h.node_id AND nd.epoch = h.epoch
+    WHERE h.running AND h.node_id = ANY (cands)
+      AND (nd.node_id IS NULL OR nd.lease_expires_at < now());
+    IF lost_p IS NULL THEN
+        RETURN 0;
+    END IF;
 
-    SET LOCAL enable_nestloop = off;
+    PERFORM pgsched.lock_heads(lost_p, lost_o);
+
     WITH back AS (
-        UPDATE pgsched.tasks t
-        SET state = 'pending', last_error = format('node %s (epoch %s) lost its lease while running this task', t.node_id, t.epoch),
+        UPDATE pgsched.heads h
+        SET running = false, last_error = format('node %s (epoch %s) lost its lease while running this task', h.node_id, h.epoch),
             node_id = NULL, epoch = NULL, claimed_at = NULL
-        FROM unnest(lost_p, lost_o, lost_id) AS b(p, o, id)
-        WHERE t.partition_id = b.p AND t.ordering_id = b.o AND t.id = b.id AND t.state = 'running'
-          AND NOT EXISTS (SELECT 1 FROM pgsched.nodes x WHERE x.node_id = t.node_id AND x.epoch = t.epoch AND x.lease_expires_at >= now())
-        RETURNING t.partition_id, t.ordering_id
+        FROM unnest(lost_p, lost_o) AS b(p, o)
+        WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.running
+          AND NOT EXISTS (SELECT 1 FROM pgsched.nodes x WHERE x.node_id = h.node_id AND x.epoch = h.epoch AND x.lease_expires_at >= now())
+        RETURNING h.partition_id, h.ordering_id
     )
     SELECT array_agg(back.partition_id), array_agg(back.ordering_id) INTO lost_p, lost_o FROM back;
-    SET LOCAL enable_nestloop = on;
     n := coalesce(cardinality(lost_p), 0);
     IF n = 0 THEN
         RETURN 0;
     END IF;
 
-    PERFORM pgsched.advance_queues(lost_p, lost_o);
+    PERFORM pgsched.settle_heads(lost_p, lost_o);
     PERFORM pg_notify('pgsched.due', '');
     RETURN n;
 END
@@ -745,8 +869,9 @@ $$;
 
 -- +goose Down
 -- The schema itself stays: goose keeps its version table there.
-DROP FUNCTION pgsched.rescue_expired, pgsched.finish_tasks, pgsched.claim_due_many, pgsched.advance_queues, pgsched.lock_queues, pgsched.reschedule, pgsched.cancel,
-    pgsched.schedule, pgsched.schedule_many, pgsched.refresh_queue, pgsched.ensure_completion_partitions,
+DROP FUNCTION pgsched.rescue_expired, pgsched.finish_tasks, pgsched.claim_due_many, pgsched.reschedule, pgsched.cancel,
+    pgsched.schedule, pgsched.schedule_many, pgsched.settle_heads, pgsched.lock_heads, pgsched.ensure_completion_partitions,
     pgsched.partition_of;
-DROP TABLE pgsched.nodes, pgsched.dead_tasks, pgsched.completions, pgsched.queues, pgsched.tasks, pgsched.settings;
+DROP VIEW pgsched.tasks;
+DROP TABLE pgsched.nodes, pgsched.dead_tasks, pgsched.completions, pgsched.backlog, pgsched.heads, pgsched.settings;
 DROP SEQUENCE pgsched.epoch_seq, pgsched.task_id_seq;

@@ -19,12 +19,12 @@ GROUP BY t.kind, t.partition_id;
 -- a task whose lease is not live goes back to its queue when its node's
 -- stand-in or the leader next looks.
 CREATE VIEW pgsched.running AS
-SELECT t.partition_id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.id, t.kind, t.attempt,
-       t.node_id, t.epoch, t.claimed_at, now() - t.claimed_at AS running_for,
-       coalesce(n.epoch = t.epoch AND n.lease_expires_at > now(), false) AS lease_live
-FROM pgsched.tasks t
-LEFT JOIN pgsched.nodes n ON n.node_id = t.node_id
-WHERE t.state = 'running';
+SELECT h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.id, h.kind, h.attempt,
+       h.node_id, h.epoch, h.claimed_at, now() - h.claimed_at AS running_for,
+       coalesce(n.epoch = h.epoch AND n.lease_expires_at > now(), false) AS lease_live
+FROM pgsched.heads h
+LEFT JOIN pgsched.nodes n ON n.node_id = h.node_id
+WHERE h.running;
 
 -- dead: tasks that failed permanently or ran out of attempts, newest first.
 CREATE VIEW pgsched.dead AS
@@ -37,11 +37,11 @@ ORDER BY d.died_at DESC;
 -- due_queues 0 when nothing is due). A growing lateness means the fleet
 -- does not keep up, or a partition is unserved (see pgsched.partitions).
 CREATE VIEW pgsched.lateness AS
-SELECT min(q.next_at) AS oldest_due_at,
-       coalesce(now() - min(q.next_at), interval '0') AS lateness,
+SELECT min(h.run_at) AS oldest_due_at,
+       coalesce(now() - min(h.run_at), interval '0') AS lateness,
        count(*) AS due_queues
-FROM pgsched.queues q
-WHERE NOT q.running AND q.next_at <= now();
+FROM pgsched.heads h
+WHERE NOT h.running AND h.run_at <= now();
 
 -- +goose Down
 DROP VIEW pgsched.lateness, pgsched.dead, pgsched.running, pgsched.pending;

@@ -40,7 +40,7 @@ SELECT pgsched.finish_tasks(
 )::bigint[] AS applied;
 
 -- name: TaskRescueExpired :one
-SELECT pgsched.rescue_expired(sqlc.narg(nodes)::text[])::integer AS rescued;
+SELECT pgsched.rescue_expired(sqlc.narg(nodes)::text[], sqlc.arg(orphans)::boolean)::integer AS rescued;
 
 -- QueueNextDue returns, for each given partition that has an idle queue,
 -- how many seconds until its earliest one is due (negative: overdue), on the
@@ -49,8 +49,8 @@ SELECT pgsched.rescue_expired(sqlc.narg(nodes)::text[])::integer AS rescued;
 SELECT n.partition_id::integer AS partition_id, extract(epoch FROM n.next_at - now())::float8 AS due_in
 FROM (
     SELECT p.partition_id,
-           (SELECT min(q.next_at) FROM pgsched.queues q
-            WHERE q.partition_id = p.partition_id AND NOT q.running) AS next_at
+           (SELECT min(h.run_at) FROM pgsched.heads h
+            WHERE h.partition_id = p.partition_id AND NOT h.running) AS next_at
     FROM unnest(sqlc.arg(partition_ids)::integer[]) AS p(partition_id)
 ) n
 WHERE n.next_at IS NOT NULL;
@@ -64,4 +64,5 @@ FROM pgsched.settings;
 SELECT pgsched.ensure_completion_partitions(now(), sqlc.arg(days_ahead)::integer)::integer AS dropped;
 
 -- name: TaskCountPending :one
-SELECT count(*)::bigint AS pending FROM pgsched.tasks t WHERE t.state = 'pending';
+SELECT ((SELECT count(*) FROM pgsched.heads h WHERE NOT h.running)
+        + (SELECT count(*) FROM pgsched.backlog b))::bigint AS pending;

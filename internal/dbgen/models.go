@@ -10,6 +10,21 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type PgschedBacklog struct {
+	PartitionID   int32
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	ID            int64
+	Kind          string
+	Payload       []byte
+	RunAt         time.Time
+	Attempt       int32
+	Revision      int32
+	LastError     pgtype.Text
+	CreatedAt     time.Time
+}
+
 type PgschedBackup struct {
 	NodeID       string
 	BackupNodeID string
@@ -72,6 +87,26 @@ type PgschedDeadTask struct {
 	DiedAt        time.Time
 }
 
+type PgschedHead struct {
+	PartitionID   int32
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	ID            int64
+	Kind          string
+	Payload       []byte
+	RunAt         time.Time
+	Attempt       int32
+	Revision      int32
+	LastError     pgtype.Text
+	CreatedAt     time.Time
+	Backlog       bool
+	Running       bool
+	NodeID        pgtype.Text
+	Epoch         pgtype.Int8
+	ClaimedAt     *time.Time
+}
+
 type PgschedLateness struct {
 	OldestDueAt interface{}
 	Lateness    interface{}
@@ -124,15 +159,6 @@ type PgschedPending struct {
 	NextRunAt   interface{}
 }
 
-type PgschedQueue struct {
-	PartitionID       int32
-	OrderingID        string
-	HeadScheduledAt   time.Time
-	HeadUniquenessKey string
-	NextAt            time.Time
-	Running           bool
-}
-
 type PgschedRunning struct {
 	PartitionID   int32
 	OrderingID    string
@@ -181,4 +207,5 @@ type PgschedTask struct {
 	Epoch         pgtype.Int8
 	ClaimedAt     *time.Time
 	CreatedAt     time.Time
+	Head          bool
 }

@@ -25,8 +25,8 @@ const queueNextDue = `-- name: QueueNextDue :many
 SELECT n.partition_id::integer AS partition_id, extract(epoch FROM n.next_at - now())::float8 AS due_in
 FROM (
     SELECT p.partition_id,
-           (SELECT min(q.next_at) FROM pgsched.queues q
-            WHERE q.partition_id = p.partition_id AND NOT q.running) AS next_at
+           (SELECT min(h.run_at) FROM pgsched.heads h
+            WHERE h.partition_id = p.partition_id AND NOT h.running) AS next_at
     FROM unnest($1::integer[]) AS p(partition_id)
 ) n
 WHERE n.next_at IS NOT NULL
@@ -171,7 +171,8 @@ func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDuePar
 }
 
 const taskCountPending = `-- name: TaskCountPending :one
-SELECT count(*)::bigint AS pending FROM pgsched.tasks t WHERE t.state = 'pending'
+SELECT ((SELECT count(*) FROM pgsched.heads h WHERE NOT h.running)
+        + (SELECT count(*) FROM pgsched.backlog b))::bigint AS pending
 `
 
 func (q *Queries) TaskCountPending(ctx context.Context, db DBTX) (int64, error) {
@@ -248,11 +249,16 @@ func (q *Queries) TaskReschedule(ctx context.Context, db DBTX, arg TaskReschedul
 }
 
 const taskRescueExpired = `-- name: TaskRescueExpired :one
-SELECT pgsched.rescue_expired($1::text[])::integer AS rescued
+SELECT pgsched.rescue_expired($1::text[], $2::boolean)::integer AS rescued
 `
 
-func (q *Queries) TaskRescueExpired(ctx context.Context, db DBTX, nodes []string) (int32, error) {
-	row := db.QueryRow(ctx, taskRescueExpired, nodes)
+type TaskRescueExpiredParams struct {
+	Nodes   []string
+	Orphans bool
+}
+
+func (q *Queries) TaskRescueExpired(ctx context.Context, db DBTX, arg TaskRescueExpiredParams) (int32, error) {
+	row := db.QueryRow(ctx, taskRescueExpired, arg.Nodes, arg.Orphans)
 	var rescued int32
 	err := row.Scan(&rescued)
 	return rescued, err

@@ -28,8 +28,12 @@ type PlannerConfig struct {
 	// CompletionsEvery is how often the leader creates completion
 	// partitions ahead and drops expired ones. Defaults to 1h.
 	CompletionsEvery time.Duration
-	Logger           *slog.Logger
-	Events           PlanEvents
+	// OrphansEvery is how often the leader also looks for running tasks
+	// of nodes that have no row at all (every round it rescues those of
+	// nodes whose row says their lease expired). Defaults to 1m.
+	OrphansEvery time.Duration
+	Logger       *slog.Logger
+	Events       PlanEvents
 }
 
 // Planner is the leader's round: deplete nodes gone past the flex-down
@@ -43,6 +47,7 @@ type PlannerConfig struct {
 type Planner struct {
 	cfg             PlannerConfig
 	lastCompletions time.Time
+	lastOrphans     time.Time
 }
 
 // NewPlanner validates cfg and returns a Planner.
@@ -55,6 +60,9 @@ func NewPlanner(cfg PlannerConfig) (*Planner, error) {
 	}
 	if cfg.CompletionsEvery <= 0 {
 		cfg.CompletionsEvery = time.Hour
+	}
+	if cfg.OrphansEvery <= 0 {
+		cfg.OrphansEvery = time.Minute
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -85,10 +93,21 @@ func (p *Planner) round(ctx context.Context, l Leadership) error {
 		}
 	}
 	// Stand-ins give back the tasks of the nodes they serve at once; this
-	// catches any expired node nobody stands in for.
-	if n, err := st.RescueExpired(ctx, db, nil); err != nil {
+	// catches any expired node nobody stands in for, and now and then
+	// tasks whose node's row is gone altogether.
+	var rescued int
+	if time.Since(p.lastOrphans) >= p.cfg.OrphansEvery {
+		rescued, err = st.RescueOrphaned(ctx, db)
+		if err == nil {
+			p.lastOrphans = time.Now()
+		}
+	} else {
+		rescued, err = st.RescueExpired(ctx, db, nil)
+	}
+	if err != nil {
 		return err
-	} else if n > 0 {
+	}
+	if n := rescued; n > 0 {
 		p.cfg.Logger.Info("rescued running tasks of expired nodes", "tasks", n)
 		if f := p.cfg.Events.Rescued; f != nil {
 			f(n)

@@ -85,9 +85,18 @@ func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, o
 }
 
 // RescueExpired gives the running tasks of nodes with expired leases back to
-// their queues. nodes limits it to those nodes; nil means any.
+// their ordering_ids. nodes limits it to those nodes; nil means every node
+// whose row says its lease expired.
 func (s *Store) RescueExpired(ctx context.Context, db DBTX, nodes []string) (int, error) {
-	n, err := s.q.TaskRescueExpired(ctx, s.db(db), nodes)
+	n, err := s.q.TaskRescueExpired(ctx, s.db(db), dbgen.TaskRescueExpiredParams{Nodes: nodes})
+	return int(n), err
+}
+
+// RescueOrphaned is RescueExpired for every node, including nodes that run
+// tasks but have no row any more. It reads every running task, so callers
+// run it now and then, not every round.
+func (s *Store) RescueOrphaned(ctx context.Context, db DBTX) (int, error) {
+	n, err := s.q.TaskRescueExpired(ctx, s.db(db), dbgen.TaskRescueExpiredParams{Orphans: true})
 	return int(n), err
 }
 
