@@ -25,6 +25,14 @@ type Config struct {
 	NodeID string
 	// Concurrency is how many tasks run at once on this node. Defaults to 100.
 	Concurrency int
+	// Prefetch is how many claimed tasks may wait on this node for a free
+	// handler beyond Concurrency, so claims (one commit each) stay large
+	// while handlers are busy. A prefetched task counts as running (it can
+	// no longer be cancelled or rescheduled) and, if the node stops before
+	// starting it, goes back at once. Tasks come only from this node's own
+	// partitions, so no other node could have run them sooner. 0 defaults
+	// to Concurrency; negative disables.
+	Prefetch int
 	// LeaseTTL is how long the node's lease lasts without renewal; renewed
 	// every third of it. Defaults to 10s.
 	LeaseTTL time.Duration

@@ -215,6 +215,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		Store: w.store, DB: w.ctl, Node: node,
 		Partitions:   duties.Partitions,
 		Concurrency:  w.cfg.Concurrency,
+		Prefetch:     w.cfg.Prefetch,
 		Exec:         w.exec,
 		Wake:         wake,
 		PollInterval: w.cfg.PollInterval,

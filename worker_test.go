@@ -355,3 +355,59 @@ func TestClaimAheadStartsOnTime(t *testing.T) {
 		require.LessOrEqual(t, d, time.Millisecond, "%s started %s before its time", id, d)
 	}
 }
+
+// TestPrefetch: a node holds up to Concurrency+Prefetch claimed tasks but
+// never runs more than Concurrency handlers at once; on stop, the
+// prefetched tasks that never started go back untouched (attempt 0) while
+// the running ones drain.
+func TestPrefetch(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	var now, peak, calls atomic.Int64
+	release := make(chan struct{})
+	cfg := fastConfig(b.db.Schema)
+	cfg.Concurrency, cfg.Prefetch = 3, 5
+	cfg.DrainTimeout = 10 * time.Second
+	cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
+		calls.Add(1)
+		n := now.Add(1)
+		defer now.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		<-release
+		return nil
+	})}
+	w, err := pgsched.NewWorker(b.db.Pool, cfg)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, w.Start(ctx))
+
+	tasks := make([]pgsched.Task, 20)
+	for i := range tasks {
+		tasks[i] = pgsched.Task{OrderingID: fmt.Sprint("p", i), ScheduledAt: time.Now()}
+	}
+	_, err = b.client.ScheduleMany(ctx, tasks)
+	require.NoError(t, err)
+	running := func() int {
+		var n int
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+b.db.Schema+".heads WHERE running").Scan(&n))
+		return n
+	}
+	eventually(t, 10*time.Second, func() bool { return running() == 8 }, "3 running + 5 prefetched claimed")
+	eventually(t, 10*time.Second, func() bool { return now.Load() == 3 }, "3 handlers busy")
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Stop(ctx) }()
+	// The prefetched five go back while the three running still drain.
+	eventually(t, 10*time.Second, func() bool { return running() == 3 }, "prefetched tasks released during the drain")
+	close(release)
+	require.NoError(t, <-stopped)
+
+	require.EqualValues(t, 3, peak.Load(), "never more handlers than Concurrency")
+	require.EqualValues(t, 3, calls.Load(), "prefetched tasks never started")
+	var pending, attempts int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*), coalesce(sum(attempt), 0) FROM "+b.db.Schema+".tasks WHERE state = 'pending'").Scan(&pending, &attempts))
+	require.Equal(t, 17, pending, "three completed, the rest pending again")
+	require.Zero(t, attempts, "a released task keeps its attempt count")
+	require.Equal(t, 3, countRows(t, b, "completions"))
+}

@@ -64,7 +64,13 @@ type Config struct {
 	Partitions func() []int32
 	// Concurrency is the most handlers running at once. Defaults to 100.
 	Concurrency int
-	Exec        ExecFunc
+	// Prefetch is how many claimed tasks may wait for a free handler
+	// beyond Concurrency, so a claim (one commit) can take a full batch
+	// while handlers are busy instead of a few freed slots at a time.
+	// They are tasks of this node's own partitions, so no other node could
+	// have run them sooner. 0 defaults to Concurrency; negative disables.
+	Prefetch int
+	Exec     ExecFunc
 	// Wake receives a value whenever new work may be due (NOTIFY).
 	Wake <-chan struct{}
 	// ClaimAhead claims tasks due within this much of now and starts each
@@ -90,9 +96,12 @@ type Config struct {
 type Dispatcher struct {
 	cfg      Config
 	lanes    *ordering.Serializer
-	inflight atomic.Int64
+	inflight atomic.Int64  // claimed tasks whose handlers have not returned
+	slots    chan struct{} // one per running handler, Concurrency in all
 	kick     chan struct{} // capacity freed or a batch finished
 	finish   *finisher
+	stopping context.Context // ends when claiming stops
+	stopFn   context.CancelFunc
 	abort    context.Context
 	abortFn  context.CancelFunc
 }
@@ -107,6 +116,12 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	if cfg.Concurrency < 0 {
 		return nil, fmt.Errorf("dispatch: concurrency must be positive, got %d", cfg.Concurrency)
+	}
+	switch {
+	case cfg.Prefetch == 0:
+		cfg.Prefetch = cfg.Concurrency
+	case cfg.Prefetch < 0:
+		cfg.Prefetch = 0
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = time.Second
@@ -123,7 +138,8 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Dispatcher{cfg: cfg, lanes: ordering.New(), kick: make(chan struct{}, 1)}
+	d := &Dispatcher{cfg: cfg, lanes: ordering.New(), kick: make(chan struct{}, 1), slots: make(chan struct{}, cfg.Concurrency)}
+	d.stopping, d.stopFn = context.WithCancel(context.Background())
 	d.abort, d.abortFn = context.WithCancel(context.Background())
 	d.finish = newFinisher(cfg, d.poke)
 	return d, nil
@@ -145,6 +161,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	go func() { defer close(finishDone); d.finish.run() }()
 
 	d.loop(ctx)
+	d.stopFn() // prefetched tasks not yet started go back
 
 	// Drain: wait for handlers, then cancel the stragglers.
 	drained := make(chan struct{})
@@ -182,10 +199,11 @@ func (d *Dispatcher) loop(ctx context.Context) {
 			continue
 		}
 		wait := d.cfg.PollInterval
-		free := d.cfg.Concurrency - d.Inflight()
+		capacity := d.cfg.Concurrency + d.cfg.Prefetch
+		free := capacity - d.Inflight()
 		// Every claim is a commit: while handlers are still busy, wait for a
-		// quarter of the slots to free up rather than claim one at a time.
-		if d.Inflight() > 0 && free < max(1, d.cfg.Concurrency/4) {
+		// quarter of the capacity to free up rather than claim one at a time.
+		if d.Inflight() > 0 && free < max(1, capacity/4) {
 			free = 0
 		}
 		if free > 0 {
@@ -295,13 +313,26 @@ func (d *Dispatcher) start(term *lease.Term, job *Job) {
 			select {
 			case <-t.C:
 			case <-term.Done():
+			case <-d.stopping.Done():
 			case <-d.abort.Done():
 			}
 			t.Stop()
 		}
-		if term.Context().Err() != nil || d.abort.Err() != nil {
-			// The term ended (or the stop deadline passed) before the handler
-			// could start: give the task back untouched.
+		// Wait for a handler slot. A task that has not started when
+		// claiming stops, the term ends or the stop deadline passes goes
+		// back untouched.
+		slot := false
+		select {
+		case d.slots <- struct{}{}:
+			slot = true
+		case <-term.Done():
+		case <-d.stopping.Done():
+		case <-d.abort.Done():
+		}
+		if slot {
+			defer func() { <-d.slots }()
+		}
+		if !slot || term.Context().Err() != nil || d.stopping.Err() != nil || d.abort.Err() != nil {
 			d.finish.add(job, Result{Outcome: store.OutcomeRelease}, 0)
 			return
 		}

@@ -24,6 +24,7 @@ import (
 	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 
 	"github.com/pgsched/pgsched/internal/localpg"
+	"github.com/pgsched/pgsched/internal/sqlschema"
 )
 
 const (
@@ -40,8 +41,9 @@ const (
 	stopTimeout           = time.Minute
 	poolMaxConns          = 20
 
-	// maxIdentLen is PostgreSQL's NAMEDATALEN-1.
-	maxIdentLen = 63
+	// maxIdentLen is the longest name UniqueName returns: the longest
+	// schema name pgsched accepts (its notification channels append to it).
+	maxIdentLen = sqlschema.MaxLen
 )
 
 // server is the PostgreSQL server chosen for this test binary.

@@ -97,7 +97,7 @@ func TestUniqueName(t *testing.T) {
 		{"", "t_"},
 		{"--Weird Prefix!!", "weird_prefix_"},
 		{"ünïcode", "n_code_"},
-		{strings.Repeat("p", 100), strings.Repeat("p", 54) + "_"},
+		{strings.Repeat("p", 100), strings.Repeat("p", maxIdentLen-9) + "_"},
 	}
 	for _, c := range cases {
 		n := UniqueName(t, c.prefix)

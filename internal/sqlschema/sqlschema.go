@@ -23,8 +23,13 @@ import (
 // Default is the schema the SQL is written against.
 const Default = "pgsched"
 
+// MaxLen is the longest schema name: the notification channels are named
+// "<schema>.due" and "<schema>.assign", and a channel name, like every
+// identifier, must fit PostgreSQL's 63 bytes.
+const MaxLen = 63 - len(".assign")
+
 var (
-	validName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+	validName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 	word      = regexp.MustCompile(`\bpgsched\b`)
 )
 
@@ -32,10 +37,12 @@ var (
 // SQL identifier.
 var ErrInvalidName = errors.New("invalid schema name")
 
-// Validate checks that name is a lowercase SQL identifier of at most 63 bytes.
+// Validate checks that name is a lowercase SQL identifier of at most MaxLen
+// bytes.
 func Validate(name string) error {
-	if !validName.MatchString(name) {
-		return fmt.Errorf("%w %q: use lowercase letters, digits and _ (at most 63, not starting with a digit)", ErrInvalidName, name)
+	if !validName.MatchString(name) || len(name) > MaxLen {
+		return fmt.Errorf("%w %q: use lowercase letters, digits and _, not starting with a digit, at most %d bytes (the notification channel %s.assign must fit PostgreSQL's 63-byte names)",
+			ErrInvalidName, name, MaxLen, name)
 	}
 	return nil
 }
