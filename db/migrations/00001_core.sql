@@ -92,10 +92,15 @@ CREATE TABLE pgsched.heads (
     CHECK (running = (node_id IS NOT NULL))
 ) PARTITION BY LIST (partition_id);
 
--- The claim index: idle heads by when they may run.
-CREATE INDEX heads_due ON pgsched.heads (partition_id, run_at) WHERE NOT running;
--- Running heads by node, for rescuing the tasks of nodes that died.
-CREATE INDEX heads_running ON pgsched.heads (node_id, epoch) WHERE running;
+-- The claim index: heads by when they may run. No index covers the columns
+-- a claim changes (running, node_id, epoch, attempt, claimed_at), and the
+-- table partitions leave a quarter of each page free, so a claim is a HOT
+-- update: a new row version on the same page and no index writes. The
+-- price: a claim's scan steps over the heads running in its partition
+-- (at most the node's concurrency plus prefetch, spread over its
+-- partitions), and finding a dead node's running tasks reads the table
+-- (rare: when a node dies, or the leader's sweep once a minute).
+CREATE INDEX heads_due ON pgsched.heads (partition_id, run_at);
 
 -- The same task columns as heads, in the same order, so a task moves
 -- between the two with its history (attempt, last_error, run_at).
@@ -135,7 +140,7 @@ DECLARE
 BEGIN
     FOR i IN 0 .. t - 1 LOOP
         SELECT string_agg(p::text, ', ' ORDER BY p) INTO vals FROM generate_series(i, n - 1, t) AS p;
-        EXECUTE format('CREATE TABLE pgsched.heads_p%s PARTITION OF pgsched.heads FOR VALUES IN (%s)', i, vals);
+        EXECUTE format('CREATE TABLE pgsched.heads_p%s PARTITION OF pgsched.heads FOR VALUES IN (%s) WITH (fillfactor = 75)', i, vals);
         EXECUTE format('CREATE TABLE pgsched.backlog_p%s PARTITION OF pgsched.backlog FOR VALUES IN (%s)', i, vals);
     END LOOP;
 END
@@ -806,9 +811,7 @@ BEGIN
             WHERE b.outcome IN ('completed', 'dead')
             ORDER BY b.p, o
         ) b
-        -- Held by this node means running (CHECK on heads). Not saying
-        -- running keeps the planner off the partial index of running heads:
-        -- driven from there, it rescans the batch per running task.
+        -- Held by this node means running (CHECK on heads).
         WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
           AND h.node_id = p_node_id AND h.epoch = p_epoch
         RETURNING h.*, b.outcome, b.err
@@ -858,14 +861,15 @@ $$;
 -- rescue_expired gives the running tasks of nodes whose lease has expired
 -- (or whose row is gone) back to their ordering_ids, to run again at once.
 -- With p_nodes given, only those nodes' tasks are rescued; else those of
--- every node whose row says its lease expired, and with p_orphans also
--- those of nodes that have no row (found by reading every running head, so
--- callers ask for that rarely). Returns the count.
+-- every node whose row says its lease expired, and with p_orphans those of
+-- every node without a live lease, rows or not. Running heads have no
+-- index (a claim stays a HOT update), so this reads the heads table:
+-- callers rescue nodes as they die, and sweep (p_orphans) now and then.
+-- Returns the count.
 -- +goose StatementBegin
 CREATE FUNCTION pgsched.rescue_expired(p_nodes text[] DEFAULT NULL, p_orphans boolean DEFAULT false)
 RETURNS integer
 LANGUAGE plpgsql
-SET enable_seqscan = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET enable_material = off
@@ -876,12 +880,8 @@ DECLARE
     lost_o text[];
     n integer;
 BEGIN
-    IF cands IS NULL THEN
+    IF cands IS NULL AND NOT p_orphans THEN
         SELECT coalesce(array_agg(nd.node_id), '{}') INTO cands FROM pgsched.nodes nd WHERE nd.lease_expires_at < now();
-        IF p_orphans THEN
-            cands := cands || ARRAY(SELECT DISTINCT h.node_id FROM pgsched.heads h
-                                    WHERE h.running AND NOT EXISTS (SELECT 1 FROM pgsched.nodes nd WHERE nd.node_id = h.node_id));
-        END IF;
     END IF;
     IF cardinality(cands) = 0 THEN
         RETURN 0;
@@ -891,7 +891,7 @@ BEGIN
     INTO lost_p, lost_o
     FROM pgsched.heads h
     LEFT JOIN pgsched.nodes nd ON nd.node_id = h.node_id AND nd.epoch = h.epoch
-    WHERE h.running AND h.node_id = ANY (cands)
+    WHERE h.running AND (cands IS NULL OR h.node_id = ANY (cands))
       AND (nd.node_id IS NULL OR nd.lease_expires_at < now());
     IF lost_p IS NULL THEN
         RETURN 0;

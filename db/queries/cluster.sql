@@ -57,3 +57,12 @@ FROM pgsched.backups b
 LEFT JOIN pgsched.nodes n ON n.node_id = b.node_id
 WHERE b.backup_node_id = sqlc.arg(node_id)::text
 ORDER BY b.node_id;
+
+-- NodesExpiredUnserved lists the nodes whose lease expired and that no
+-- serving node stands in for (a stand-in gives back their running tasks
+-- itself): the leader's round rescues these.
+-- name: NodesExpiredUnserved :many
+SELECT n.node_id FROM pgsched.nodes n
+WHERE n.lease_expires_at < now()
+  AND NOT EXISTS (SELECT 1 FROM pgsched.stand_ins s WHERE s.node_id = n.node_id)
+ORDER BY n.node_id;

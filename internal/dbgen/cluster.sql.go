@@ -260,6 +260,36 @@ func (q *Queries) NodesDeplete(ctx context.Context, db DBTX, arg NodesDepletePar
 	return depleted, err
 }
 
+const nodesExpiredUnserved = `-- name: NodesExpiredUnserved :many
+SELECT n.node_id FROM pgsched.nodes n
+WHERE n.lease_expires_at < now()
+  AND NOT EXISTS (SELECT 1 FROM pgsched.stand_ins s WHERE s.node_id = n.node_id)
+ORDER BY n.node_id
+`
+
+// NodesExpiredUnserved lists the nodes whose lease expired and that no
+// serving node stands in for (a stand-in gives back their running tasks
+// itself): the leader's round rescues these.
+func (q *Queries) NodesExpiredUnserved(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, nodesExpiredUnserved)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var node_id string
+		if err := rows.Scan(&node_id); err != nil {
+			return nil, err
+		}
+		items = append(items, node_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const partitionOwners = `-- name: PartitionOwners :many
 SELECT po.partition_id, coalesce(po.node_id, '')::text AS node_id
 FROM pgsched.partition_owners po

@@ -270,3 +270,57 @@ func TestCompact(t *testing.T) {
 	require.Equal(t, "3", compact([]int32{3}))
 	require.Equal(t, "0-3,7,9-10", compact([]int32{0, 1, 2, 3, 7, 9, 10}))
 }
+
+// TestPlannerRescues: each round the leader gives back the running tasks of
+// expired nodes nobody stands in for (those with a stand-in are the
+// stand-in's to rescue); its periodic sweep gives back every task whose
+// node's lease is not live, including nodes with no row at all.
+func TestPlannerRescues(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	s := f.db.Schema
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		_, err := f.db.Pool.Exec(ctx, sql, args...)
+		require.NoError(t, err)
+	}
+	a, _ := f.runNode(t, "a")
+	exec("INSERT INTO " + s + ".nodes (node_id, epoch, lease_expires_at) VALUES ('b', 1000, now() + interval '1 hour'), ('c', 2000, now() + interval '1 hour')")
+	for node, epoch := range map[string]int{"b": 1000, "c": 2000, "x": 3000} {
+		exec("SELECT "+s+".schedule($1, now())", "o"+node)
+		exec("UPDATE "+s+".heads SET running = true, node_id = $1, epoch = $2, attempt = 1, claimed_at = now() WHERE ordering_id = $3", node, epoch, "o"+node)
+	}
+	runningOf := func() map[string]bool {
+		t.Helper()
+		rows, err := f.db.Pool.Query(ctx, "SELECT ordering_id FROM "+s+".heads WHERE running")
+		require.NoError(t, err)
+		defer rows.Close()
+		out := map[string]bool{}
+		for rows.Next() {
+			var o string
+			require.NoError(t, rows.Scan(&o))
+			out[o] = true
+		}
+		return out
+	}
+
+	ta := a.Current()
+	term, err := f.st.LeaderAcquire(ctx, f.db.Pool, "a", ta.Epoch, time.Minute)
+	require.NoError(t, err)
+	p, err := NewPlanner(PlannerConfig{Store: f.st, DB: f.db.Pool, FlexDown: time.Hour, OrphansEvery: time.Hour})
+	require.NoError(t, err)
+	l := Leadership{Term: term, NodeID: "a", Epoch: ta.Epoch}
+	p.Round(ctx, l) // the first round sweeps: x has no row
+	require.Equal(t, map[string]bool{"ob": true, "oc": true}, runningOf(), "x's task given back by the sweep")
+
+	// b and c die; c has a stand-in, b has none (its backup row is gone).
+	exec("UPDATE " + s + ".nodes SET lease_expires_at = now() - interval '1 second' WHERE node_id IN ('b', 'c')")
+	exec("DELETE FROM " + s + ".backups WHERE node_id = 'b'")
+	p.Round(ctx, l)
+	require.Equal(t, map[string]bool{"oc": true}, runningOf(), "b's task given back by the round; c's is its stand-in's to give back")
+
+	p.lastOrphans = time.Time{} // the sweep is due
+	p.Round(ctx, l)
+	require.Empty(t, runningOf(), "the sweep gives back c's task too")
+}

@@ -28,9 +28,9 @@ type PlannerConfig struct {
 	// CompletionsEvery is how often the leader creates completion
 	// partitions ahead and drops expired ones. Defaults to 1h.
 	CompletionsEvery time.Duration
-	// OrphansEvery is how often the leader also looks for running tasks
-	// of nodes that have no row at all (every round it rescues those of
-	// nodes whose row says their lease expired). Defaults to 1m.
+	// OrphansEvery is how often the leader reads every running task for
+	// any whose node's lease is not live (each round it only rescues the
+	// expired nodes nobody stands in for). Defaults to 1m.
 	OrphansEvery time.Duration
 	Logger       *slog.Logger
 	Events       PlanEvents
@@ -93,8 +93,9 @@ func (p *Planner) round(ctx context.Context, l Leadership) error {
 		}
 	}
 	// Stand-ins give back the tasks of the nodes they serve at once; this
-	// catches any expired node nobody stands in for, and now and then
-	// tasks whose node's row is gone altogether.
+	// catches any expired node nobody stands in for, and now and then any
+	// task whose node's lease is not live (a claim that committed just
+	// after its node's stand-in looked, a node row deleted by hand).
 	var rescued int
 	if time.Since(p.lastOrphans) >= p.cfg.OrphansEvery {
 		rescued, err = st.RescueOrphaned(ctx, db)
@@ -102,7 +103,11 @@ func (p *Planner) round(ctx context.Context, l Leadership) error {
 			p.lastOrphans = time.Now()
 		}
 	} else {
-		rescued, err = st.RescueExpired(ctx, db, nil)
+		var unserved []string
+		unserved, err = st.ExpiredUnserved(ctx, db)
+		if err == nil && len(unserved) > 0 {
+			rescued, err = st.RescueExpired(ctx, db, unserved)
+		}
 	}
 	if err != nil {
 		return err

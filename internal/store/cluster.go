@@ -118,6 +118,12 @@ func (s *Store) Duties(ctx context.Context, db DBTX, nodeID string) ([]Duty, err
 	return out, nil
 }
 
+// ExpiredUnserved returns the nodes whose lease expired and that no serving
+// node stands in for.
+func (s *Store) ExpiredUnserved(ctx context.Context, db DBTX) ([]string, error) {
+	return s.q.NodesExpiredUnserved(ctx, s.db(db))
+}
+
 // StandIns returns the down nodes nodeID stands in for.
 func (s *Store) StandIns(ctx context.Context, db DBTX, nodeID string) ([]string, error) {
 	return s.q.NodeStandIns(ctx, s.db(db), nodeID)

@@ -92,9 +92,9 @@ func (s *Store) RescueExpired(ctx context.Context, db DBTX, nodes []string) (int
 	return int(n), err
 }
 
-// RescueOrphaned is RescueExpired for every node, including nodes that run
-// tasks but have no row any more. It reads every running task, so callers
-// run it now and then, not every round.
+// RescueOrphaned gives back every running task whose node's lease is not
+// live, the node's row there or not. It reads the whole heads table, so
+// callers run it now and then, not every round.
 func (s *Store) RescueOrphaned(ctx context.Context, db DBTX) (int, error) {
 	n, err := s.q.TaskRescueExpired(ctx, s.db(db), dbgen.TaskRescueExpiredParams{Orphans: true})
 	return int(n), err
