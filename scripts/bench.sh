@@ -174,10 +174,13 @@ args=(-runs "$RUNS" -n "$N")
 [ -n "${BENCH_CLAIM_DURATION:-}" ] && args+=(-claim-duration "$BENCH_CLAIM_DURATION")
 [ -n "${BENCH_ONLY:-}" ] && args+=(-only "$BENCH_ONLY")
 
+failed=()
 if want pgsched; then
   echo "bench.sh: pgsched (cmd/bench ${args[*]})" >&2
   section "pgsched (cmd/bench)"
-  DATABASE_URL="$(dsn postgres)" "$tmp/pgsched-bench" "${args[@]}" | collect
+  # A failing workload still lets the others (and the peers) report; the
+  # script exits non-zero at the end.
+  DATABASE_URL="$(dsn postgres)" "$tmp/pgsched-bench" "${args[@]}" | collect || failed+=(pgsched)
 fi
 
 # ---- River ----
@@ -187,7 +190,7 @@ rargs=(-runs "$RUNS" -n "$N")
 if want river; then
   echo "bench.sh: River $riverver (bench/cmd/riverbench ${rargs[*]})" >&2
   section "River $riverver (bench/cmd/riverbench)"
-  DATABASE_URL="$(dsn postgres)" "$tmp/riverbench" "${rargs[@]}" | collect
+  DATABASE_URL="$(dsn postgres)" "$tmp/riverbench" "${rargs[@]}" | collect || failed+=(river)
 fi
 
 # ---- anchors ----
@@ -262,3 +265,7 @@ echo "pgsched beside its peers: one PostgreSQL $pgver server (fsync on), $(nproc
 echo "runs=$RUNS n=$N; medians of the runs, same-run ratios only"
 printf '%-44s %12s %12s %12s\n' workload median min max
 cat "$rows"
+if [ "${#failed[@]}" -gt 0 ]; then
+  echo "bench.sh: failed: ${failed[*]} (see the errors above)" >&2
+  exit 1
+fi

@@ -89,7 +89,7 @@ func run(ctx context.Context) error {
 	flag.IntVar(&b.n, "n", 100_000, "tasks per burn-down and per batch-enqueue run")
 	flag.IntVar(&b.conc, "concurrency", 100, "worker concurrency")
 	flag.IntVar(&b.partitions, "partitions", 64, "logical partitions of each benchmark schema")
-	flag.IntVar(&b.tablePartitions, "table-partitions", 0, "physical partitions of tasks and queues (0: migrator default)")
+	flag.IntVar(&b.tablePartitions, "table-partitions", 0, "physical partitions of heads and backlog (0: migrator default)")
 	flag.IntVar(&b.rate, "rate", 2000, "tasks/s for the lateness run")
 	flag.DurationVar(&b.duration, "lateness-duration", 10*time.Second, "length of the lateness run")
 	flag.DurationVar(&b.sustainedDuration, "sustained-duration", 60*time.Second, "measured window of the sustained run")
@@ -320,7 +320,7 @@ func waitEmpty(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 // analyze refreshes planner statistics of every table in schema, as
 // autovacuum would soon after a bulk load.
 func analyze(ctx context.Context, pool *pgxpool.Pool, schema string) error {
-	_, err := pool.Exec(ctx, "ANALYZE "+schema+".tasks, "+schema+".queues")
+	_, err := pool.Exec(ctx, "ANALYZE "+schema+".heads, "+schema+".backlog")
 	return err
 }
 

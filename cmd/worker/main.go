@@ -54,6 +54,7 @@ type options struct {
 	nodeID         string
 	httpAddr       string
 	concurrency    int
+	prefetch       int
 	webhooks       string
 	webhookSecret  string
 	webhookTimeout time.Duration
@@ -107,6 +108,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	str(&o.nodeID, "node-id", "PGSCHED_NODE_ID", "", "this node's id (default host-pid)")
 	str(&o.httpAddr, "http-addr", "PGSCHED_HTTP_ADDR", "127.0.0.1:9090", "address for /metrics, /healthz, /readyz")
 	integer(&o.concurrency, "concurrency", "PGSCHED_CONCURRENCY", 100, "tasks running at once on this node")
+	integer(&o.prefetch, "prefetch", "PGSCHED_PREFETCH", 0, "claimed tasks that may wait for a free handler (0: as many as -concurrency; negative: none)")
 	str(&o.webhooks, "webhooks", "PGSCHED_WEBHOOKS", "", "kind=url pairs, comma-separated; *=url for any kind")
 	str(&o.webhookSecret, "webhook-secret", "PGSCHED_WEBHOOK_SECRET", "", "HMAC-SHA256 key; signature in X-Pgsched-Signature")
 	dur(&o.webhookTimeout, "webhook-timeout", "PGSCHED_WEBHOOK_TIMEOUT", 30*time.Second, "per-request webhook timeout; a timeout retries")
@@ -203,6 +205,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Schema:       o.schema,
 		NodeID:       o.nodeID,
 		Concurrency:  o.concurrency,
+		Prefetch:     o.prefetch,
 		LeaseTTL:     o.leaseTTL,
 		PollInterval: o.pollInterval,
 		DrainTimeout: o.drainTimeout,

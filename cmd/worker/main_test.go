@@ -154,12 +154,26 @@ func TestWebhookEndToEnd(t *testing.T) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
+func TestParsePrefetch(t *testing.T) {
+	t.Parallel()
+	o, err := parse(nil, func(k string) string { return map[string]string{"PGSCHED_PREFETCH": "-1"}[k] }, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, -1, o.prefetch, "from the environment")
+	o, err = parse([]string{"-prefetch", "250"}, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, 250, o.prefetch, "from the flag")
+	o, err = parse(nil, func(string) string { return "" }, io.Discard)
+	require.NoError(t, err)
+	require.Zero(t, o.prefetch, "default: as many as the concurrency")
+}
+
 func TestParseRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	for name, env := range map[string]map[string]string{
 		"bad ttl":         {"PGSCHED_LEASE_TTL": "soon"},
 		"bad concurrency": {"PGSCHED_CONCURRENCY": "many"},
 		"zero conc":       {"PGSCHED_CONCURRENCY": "0"},
+		"bad prefetch":    {"PGSCHED_PREFETCH": "lots"},
 	} {
 		_, err := parse(nil, func(k string) string { return env[k] }, io.Discard)
 		require.Error(t, err, name)

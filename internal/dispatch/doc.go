@@ -4,12 +4,14 @@
 // # Claiming
 //
 // The claim loop asks the database which of the node's partitions have due
-// queues (one index probe each), then claims from the most overdue partition
-// first, as many heads as the node has free slots, moving to the next
-// partition only when one runs dry. Each claim is a single
-// SELECT ... FOR UPDATE SKIP LOCKED on one partition's due index, whose cost
-// does not depend on the backlog, and takes at most the head task of each
-// ordering_id.
+// heads (one index probe each), then claims from the most overdue partition
+// first, in one transaction across partitions, as many heads as the node
+// has room for (Concurrency running plus Prefetch waiting for a handler),
+// moving to the next partition only when one runs dry. Each partition's
+// claim is a single SELECT ... FOR UPDATE SKIP LOCKED on its due index,
+// whose cost does not depend on the backlog, and takes at most the head
+// task of each ordering_id. Handlers run on per-ordering_id lanes
+// (internal/ordering), at most Concurrency at once.
 //
 // The loop sleeps until the earliest known due time (an in-memory timer), a
 // NOTIFY saying new work is due, a freed slot or finished batch, or the poll
@@ -25,7 +27,8 @@
 //
 // # Stopping
 //
-// When Run's context ends the loop claims nothing more, waits for running
-// handlers up to the drain timeout, then cancels their contexts, gives their
+// When Run's context ends the loop claims nothing more, gives back the
+// prefetched tasks that have not started, waits for running handlers up to
+// the drain timeout, then cancels their contexts, gives their
 // tasks back (outcome release) and flushes every outcome before returning.
 package dispatch

@@ -40,7 +40,7 @@
 //
 // While leading, each round (Planner.Round) does, fenced on the leader row:
 //   - depletion: nodes whose lease ended more than FlexDown ago get their
-//     running tasks back in the queues and their rows deleted;
+//     running tasks given back and their rows deleted;
 //   - a safety-net rescue of running tasks held by any expired node;
 //   - the plan: AssignPartitions and AssignBackups over the member nodes
 //     (every registered node, live or down), written only when it changed;
@@ -68,7 +68,7 @@
 // deregisters when its drain ends.
 //
 // A stand-in starting gives the down node's in-flight tasks back to their
-// queues at once (no per-task timeout). A stand-in also re-reads its duties
+// ordering_ids at once (no per-task timeout). A stand-in also re-reads its duties
 // the moment the lease of a node it backs up would run out, so failover
 // takes the TTL plus one database round trip.
 //

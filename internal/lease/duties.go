@@ -47,7 +47,7 @@ type DutiesConfig struct {
 // assigned to it, plus those of every down node it stands in for (per the
 // pgsched.partitions view, which the leader's writes and the node leases
 // determine). When it starts standing in for a node it gives that node's
-// in-flight tasks back to their queues at once.
+// in-flight tasks back to their ordering_ids at once.
 type Duties struct {
 	cfg   DutiesConfig
 	parts atomic.Pointer[[]int32]

@@ -66,7 +66,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: prometheus.DefBuckets,
 		}, []string{"kind"}),
 		Rescued: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "pgsched_tasks_rescued_total", Help: "Running tasks of nodes whose lease expired, given back to their queues by this node.",
+			Name: "pgsched_tasks_rescued_total", Help: "Running tasks of nodes whose lease expired, given back to their ordering_ids by this node.",
 		}),
 		NodesActive: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pgsched_nodes_active", Help: "Nodes with a live lease.",

@@ -46,7 +46,7 @@ type Options struct {
 	// Partitions is the fixed number of logical partitions, used only when
 	// the schema is first created. Defaults to 64; at most 4096.
 	Partitions int
-	// TablePartitions is how many physical partitions tasks and queues are
+	// TablePartitions is how many physical partitions heads and backlog are
 	// split into (each holding every TablePartitions-th logical partition),
 	// used only when the schema is first created. Defaults to 8 (or
 	// Partitions, if fewer).

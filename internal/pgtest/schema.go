@@ -24,7 +24,7 @@ type DB struct {
 type SchemaOptions struct {
 	// Partitions is the logical partition count. Defaults to 8 (fast to migrate).
 	Partitions int
-	// TablePartitions is the physical partition count of tasks and queues.
+	// TablePartitions is the physical partition count of heads and backlog.
 	// Defaults to half of Partitions (at least 1), so tests run with table
 	// partitions that each hold several logical ones, as production does.
 	TablePartitions int
