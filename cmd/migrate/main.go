@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL connection string (DATABASE_URL)")
 	fs.StringVar(&schema, "schema", schema, "schema holding pgsched's tables (PGSCHED_SCHEMA)")
 	fs.IntVar(&partitions, "partitions", partitions, "logical partitions, fixed when the schema is created (PGSCHED_PARTITIONS)")
-	fs.IntVar(&tablePartitions, "table-partitions", tablePartitions, "physical partitions of heads and backlog, fixed when the schema is created; 0: min(8, partitions) (PGSCHED_TABLE_PARTITIONS)")
+	fs.IntVar(&tablePartitions, "table-partitions", tablePartitions, "physical partitions of heads and backlog, fixed when the schema is created; 0: min(2, partitions) (PGSCHED_TABLE_PARTITIONS)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: migrate [flags] up|down|reset|status")
 		fs.PrintDefaults()

@@ -48,7 +48,7 @@ type Options struct {
 	Partitions int
 	// TablePartitions is how many physical partitions heads and backlog are
 	// split into (each holding every TablePartitions-th logical partition),
-	// used only when the schema is first created. Defaults to 8 (or
+	// used only when the schema is first created. Defaults to 2 (or
 	// Partitions, if fewer).
 	TablePartitions int
 	// Logger receives one line per applied migration. Defaults to discarding.
@@ -69,7 +69,7 @@ func (o *Options) fill() error {
 		return fmt.Errorf("partitions must be between 1 and 4096, got %d", o.Partitions)
 	}
 	if o.TablePartitions == 0 {
-		o.TablePartitions = min(8, o.Partitions)
+		o.TablePartitions = min(2, o.Partitions)
 	}
 	if o.TablePartitions < 1 || o.TablePartitions > o.Partitions {
 		return fmt.Errorf("table partitions must be between 1 and the partition count %d, got %d", o.Partitions, o.TablePartitions)
