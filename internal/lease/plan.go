@@ -112,10 +112,10 @@ func (p *Planner) round(ctx context.Context, l Leadership) error {
 	if err != nil {
 		return err
 	}
-	if n := rescued; n > 0 {
-		p.cfg.Logger.Info("rescued running tasks of expired nodes", "tasks", n)
+	if rescued > 0 {
+		p.cfg.Logger.Info("rescued running tasks of expired nodes", "tasks", rescued)
 		if f := p.cfg.Events.Rescued; f != nil {
-			f(n)
+			f(rescued)
 		}
 	}
 
