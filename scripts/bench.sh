@@ -21,6 +21,8 @@
 #   BENCH_RUNS (3)               runs per figure
 #   BENCH_N (100000)             burn-down and batch-enqueue size, all systems
 #   BENCH_CONCURRENCY (100)      pgsched worker concurrency
+#   BENCH_PREFETCH (400)         claimed tasks pgsched holds beyond that:
+#                                100 + 400 = graphile-worker's local queue
 #   BENCH_RATE (2000)            lateness run rate, tasks/s
 #   BENCH_LATENESS_DURATION (10s)
 #   BENCH_SUSTAINED_DURATION (60s)
@@ -164,6 +166,7 @@ riverver="$(cd bench && go list -m -f '{{.Version}}' github.com/riverqueue/river
 
 args=(-runs "$RUNS" -n "$N")
 [ -n "${BENCH_CONCURRENCY:-}" ] && args+=(-concurrency "$BENCH_CONCURRENCY")
+[ -n "${BENCH_PREFETCH:-}" ] && args+=(-prefetch "$BENCH_PREFETCH")
 [ -n "${BENCH_RATE:-}" ] && args+=(-rate "$BENCH_RATE")
 [ -n "${BENCH_LATENESS_DURATION:-}" ] && args+=(-lateness-duration "$BENCH_LATENESS_DURATION")
 [ -n "${BENCH_SUSTAINED_DURATION:-}" ] && args+=(-sustained-duration "$BENCH_SUSTAINED_DURATION")

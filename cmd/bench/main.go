@@ -60,6 +60,7 @@ type bench struct {
 	runs            int
 	n               int
 	conc            int
+	prefetch        int
 	rate            int
 	duration        time.Duration
 	seq             int
@@ -88,6 +89,9 @@ func run(ctx context.Context) error {
 	flag.IntVar(&b.runs, "runs", 3, "runs per figure (median, min, max)")
 	flag.IntVar(&b.n, "n", 100_000, "tasks per burn-down and per batch-enqueue run")
 	flag.IntVar(&b.conc, "concurrency", 100, "worker concurrency")
+	// 400 with concurrency 100: the worker holds up to 500 claimed tasks, as
+	// graphile-worker does with the local queue of 500 bench.sh gives it.
+	flag.IntVar(&b.prefetch, "prefetch", 400, "claimed tasks a worker may hold beyond its concurrency (0: the worker's default, equal to concurrency)")
 	flag.IntVar(&b.partitions, "partitions", 64, "logical partitions of each benchmark schema")
 	flag.IntVar(&b.tablePartitions, "table-partitions", 0, "physical partitions of heads and backlog (0: migrator default)")
 	flag.IntVar(&b.rate, "rate", 2000, "tasks/s for the lateness run")
@@ -169,6 +173,8 @@ func run(ctx context.Context) error {
 		fmt.Fprintf(os.Stderr, "PostgreSQL: private durable server at %s\n", b.url)
 	}
 
+	fmt.Fprintf(os.Stderr, "pgsched: concurrency %d, prefetch %d, %d logical partitions, table partitions %d (0: default), %d runs\n",
+		b.conc, b.prefetch, b.partitions, b.tablePartitions, b.runs)
 	fmt.Printf("%-44s %12s %12s %12s\n", "workload", "median", "min", "max")
 	for _, w := range all {
 		if len(selected) > 0 && !slices.ContainsFunc(w.names, func(n string) bool { return selected[n] }) {
@@ -277,7 +283,7 @@ func (b *bench) fresh(ctx context.Context) (*pgxpool.Pool, *pgsched.Client, stri
 // worker starts a pgsched worker on schema whose handler for every kind is h.
 func (b *bench) worker(ctx context.Context, pool *pgxpool.Pool, schema string, h func(*pgsched.Job)) (*pgsched.Worker, error) {
 	w, err := pgsched.NewWorker(pool, pgsched.Config{
-		Schema: schema, Concurrency: b.conc, Logger: slog.New(slog.DiscardHandler),
+		Schema: schema, Concurrency: b.conc, Prefetch: b.prefetch, Logger: slog.New(slog.DiscardHandler),
 		Handlers: map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(_ context.Context, j *pgsched.Job) error {
 			h(j)
 			return nil
