@@ -91,7 +91,7 @@ func run(ctx context.Context) error {
 	flag.IntVar(&b.conc, "concurrency", 100, "worker concurrency")
 	// 400 with concurrency 100: the worker holds up to 500 claimed tasks, as
 	// graphile-worker does with the local queue of 500 bench.sh gives it.
-	flag.IntVar(&b.prefetch, "prefetch", 400, "claimed tasks a worker may hold beyond its concurrency (0: the worker's default, equal to concurrency)")
+	flag.IntVar(&b.prefetch, "prefetch", 400, "claimed tasks a worker may hold beyond its concurrency (0: the worker's default, equal to concurrency; negative: none)")
 	flag.IntVar(&b.partitions, "partitions", 64, "logical partitions of each benchmark schema")
 	flag.IntVar(&b.tablePartitions, "table-partitions", 0, "physical partitions of heads and backlog (0: migrator default)")
 	flag.IntVar(&b.rate, "rate", 2000, "tasks/s for the lateness run")
