@@ -9,11 +9,16 @@
 # 2. starts ONE private, durable (fsync on) server: port BENCH_PGPORT
 #    (55450), data dir BENCH_PGDATA (/tmp/pgsched-bench-pg, wiped before and
 #    after), as OS user postgres when run as root;
-# 3. runs cmd/bench (pgsched), then bench/cmd/riverbench (River, from its
-#    own Go module so River never enters pgsched's go.mod);
-# 4. with --anchors or BENCH_ANCHORS=1: graphile-worker 0.18.0 (batched mode,
-#    and 1,000 serial named queues) and pgbench claim100/insert100, the raw
-#    PostgreSQL ceiling;
+# 3. runs the headline burn-downs in rounds: each round runs pgsched's (a)
+#    and (b) burn-downs, River's burn-downs (bench/cmd/riverbench, from its
+#    own Go module so River never enters pgsched's go.mod) and, with
+#    anchors, graphile-worker's batched burn-down once each, minutes apart.
+#    The ratios the targets are stated in are taken within each round and
+#    given as their median: this machine's speed drifts by a third within
+#    an hour, which skewed ratios of figures measured 20 minutes apart;
+# 4. runs pgsched's and River's other workloads; with --anchors or
+#    BENCH_ANCHORS=1 also graphile-worker 0.18.0 with 1,000 serial named
+#    queues and pgbench claim100/insert100, the raw PostgreSQL ceiling;
 # 5. prints the combined table and stops the server.
 #
 # Sizes (environment; --quick sets small defaults for whatever is unset, for
@@ -175,28 +180,26 @@ args=(-runs "$RUNS" -n "$N")
 [ -n "${BENCH_CLAIM_PENDING:-}" ] && args+=(-claim-pending "$BENCH_CLAIM_PENDING")
 [ -n "${BENCH_CLAIM_RATE:-}" ] && args+=(-claim-rate "$BENCH_CLAIM_RATE")
 [ -n "${BENCH_CLAIM_DURATION:-}" ] && args+=(-claim-duration "$BENCH_CLAIM_DURATION")
-[ -n "${BENCH_ONLY:-}" ] && args+=(-only "$BENCH_ONLY")
 
-failed=()
-if want pgsched; then
-  echo "bench.sh: pgsched (cmd/bench ${args[*]})" >&2
-  section "pgsched (cmd/bench)"
-  # A failing workload still lets the others (and the peers) report; the
-  # script exits non-zero at the end.
-  DATABASE_URL="$(dsn postgres)" "$tmp/pgsched-bench" "${args[@]}" | collect || failed+=(pgsched)
-fi
+# The headline burn-downs run in rounds (see the top); the rest after.
+pg_all="enqueue,burn-own,burn-ordered,lateness,sustained,backlog,claim-latency"
+pg_head=(); pg_rest=()
+IFS=, read -ra _ws <<<"${BENCH_ONLY:-$pg_all}"
+for w in "${_ws[@]}"; do
+  case "$w" in
+    burn-own|burn-ordered) pg_head+=("$w") ;;
+    "") ;;
+    *) pg_rest+=("$w") ;;
+  esac
+done
+join() { local IFS=,; echo "$*"; }
+river_burn=0; river_rest=1
+case ",${BENCH_RIVER_ONLY:-burn,enqueue}," in *,burn,*) river_burn=1 ;; esac
+case ",${BENCH_RIVER_ONLY:-burn,enqueue}," in *,enqueue,*) ;; *) river_rest=0 ;; esac
 
-# ---- River ----
-rargs=(-runs "$RUNS" -n "$N")
+rargs=(-n "$N")
 [ -n "${BENCH_RIVER_WORKERS:-}" ] && rargs+=(-workers "$BENCH_RIVER_WORKERS")
-[ -n "${BENCH_RIVER_ONLY:-}" ] && rargs+=(-only "$BENCH_RIVER_ONLY")
-if want river; then
-  echo "bench.sh: River $riverver (bench/cmd/riverbench ${rargs[*]})" >&2
-  section "River $riverver (bench/cmd/riverbench)"
-  DATABASE_URL="$(dsn postgres)" "$tmp/riverbench" "${rargs[@]}" | collect || failed+=(river)
-fi
 
-# ---- anchors ----
 if want graphile-worker; then
   gw="$here/bench/anchors/graphile-worker"
   if [ ! -d "$gw/node_modules/graphile-worker" ]; then
@@ -205,7 +208,6 @@ if want graphile-worker; then
   fi
   psql_q -d postgres -c "CREATE DATABASE gw"
   gwver="$(sed -n 's/.*"version": *"\([^"]*\)".*/\1/p' "$gw/node_modules/graphile-worker/package.json" | head -1)"
-  section "graphile-worker $gwver (bench/anchors/graphile-worker)"
   # gw_run MODE-ARGS...: prints jobsPerSec of one burn-down of N jobs
   gw_run() {
     local out
@@ -218,9 +220,78 @@ if want graphile-worker; then
     fi
     sed -n 's/.*"jobsPerSec":\([0-9.]*\).*/\1/p' <<<"$out"
   }
-  echo "bench.sh: graphile-worker, batched" >&2
-  vals=(); for _ in $(seq "$RUNS"); do v="$(gw_run --local-queue 500 --complete-batch-delay 0)"; vals+=("$v"); done
-  row "gw burn-down $N, batched, jobs/s" "${vals[@]}"
+fi
+
+failed=()
+# round lines: ROUND<TAB>LABEL<TAB>VALUE, from tables of single runs
+rounds="$tmp/rounds"
+: >"$rounds"
+to_rounds() { awk -v r="$1" 'NF > 3 && $1 != "workload" { v = $(NF-2); NF -= 3; printf "%s\t%s\t%s\n", r, $0, v }' >>"$rounds"; }
+gw_label="gw burn-down $N, batched, jobs/s"
+headline=0
+{ want pgsched && [ "${#pg_head[@]}" -gt 0 ]; } && headline=1
+{ want river && [ "$river_burn" = 1 ]; } && headline=1
+want graphile-worker && headline=1
+if [ "$headline" = 1 ]; then
+  for r in $(seq "$RUNS"); do
+    if want pgsched && [ "${#pg_head[@]}" -gt 0 ]; then
+      echo "bench.sh: round $r/$RUNS: pgsched $(join "${pg_head[@]}")" >&2
+      DATABASE_URL="$(dsn postgres)" "$tmp/pgsched-bench" "${args[@]}" -runs 1 -only "$(join "${pg_head[@]}")" |
+        to_rounds "$r" || failed+=("pgsched round $r")
+    fi
+    if want river && [ "$river_burn" = 1 ]; then
+      echo "bench.sh: round $r/$RUNS: River $riverver burn-down" >&2
+      DATABASE_URL="$(dsn postgres)" "$tmp/riverbench" "${rargs[@]}" -runs 1 -only burn |
+        to_rounds "$r" || failed+=("river round $r")
+    fi
+    if want graphile-worker; then
+      echo "bench.sh: round $r/$RUNS: graphile-worker $gwver, batched" >&2
+      if v="$(gw_run --local-queue 500 --complete-batch-delay 0)"; then
+        printf '%s\t%s\t%s\n' "$r" "$gw_label" "$v" >>"$rounds"
+      else
+        failed+=("graphile-worker round $r")
+      fi
+    fi
+  done
+  section "headline burn-downs: $RUNS round(s), every system once per round"
+  # each label's values over the rounds, in first-seen order
+  while IFS= read -r label; do
+    mapfile -t vals < <(awk -F'\t' -v l="$label" '$2 == l { print $3 }' "$rounds")
+    row "$label" "${vals[@]}"
+  done < <(awk -F'\t' '!seen[$2]++ { print $2 }' "$rounds")
+  # ratio NAME NUM-REGEX DEN-REGEX: NUM/DEN in percent, per round
+  ratio() {
+    local vals
+    mapfile -t vals < <(awk -F'\t' -v a="$2" -v b="$3" '
+      $2 ~ a { n[$1] = $3 } $2 ~ b { d[$1] = $3 }
+      END { for (r in n) if ((r in d) && d[r] > 0) print 100 * n[r] / d[r] }' "$rounds")
+    [ "${#vals[@]}" -gt 0 ] && row "$1" "${vals[@]}"
+    return 0
+  }
+  ratio "(a) own ids / gw batched, % per round" '^burn-down .*own ordering_id' '^gw burn-down .*batched'
+  ratio "(a) own ids / River 100 workers, % p.r." '^burn-down .*own ordering_id' '^river burn-down .* 100 workers'
+  ratio "(a) own ids / River 2000 workers, % p.r." '^burn-down .*own ordering_id' '^river burn-down .* 2000 workers'
+  ratio "(b) in order / (a) own ids, % per round" '^burn-down .*in order' '^burn-down .*own ordering_id'
+fi
+
+if want pgsched && [ "${#pg_rest[@]}" -gt 0 ]; then
+  echo "bench.sh: pgsched (cmd/bench ${args[*]} -only $(join "${pg_rest[@]}"))" >&2
+  section "pgsched (cmd/bench)"
+  # A failing workload still lets the others (and the peers) report; the
+  # script exits non-zero at the end.
+  DATABASE_URL="$(dsn postgres)" "$tmp/pgsched-bench" "${args[@]}" -only "$(join "${pg_rest[@]}")" | collect ||
+    failed+=(pgsched)
+fi
+
+if want river && [ "$river_rest" = 1 ]; then
+  echo "bench.sh: River $riverver (bench/cmd/riverbench ${rargs[*]} -runs $RUNS -only enqueue)" >&2
+  section "River $riverver (bench/cmd/riverbench)"
+  DATABASE_URL="$(dsn postgres)" "$tmp/riverbench" "${rargs[@]}" -runs "$RUNS" -only enqueue | collect || failed+=(river)
+fi
+
+# ---- anchors ----
+if want graphile-worker; then
+  section "graphile-worker $gwver (bench/anchors/graphile-worker)"
   echo "bench.sh: graphile-worker, 1000 serial queues" >&2
   vals=(); for _ in $(seq "$RUNS"); do v="$(gw_run --queues 1000)"; vals+=("$v"); done
   row "gw burn-down 1000 queues x $((N / 1000)), jobs/s" "${vals[@]}"
