@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -75,7 +76,24 @@ type Client struct {
 	pool      *pgxpool.Pool
 	store     *store.Store
 	scheduled *prometheus.CounterVec
+	// skipNewKeys counts batches still to send without the new-keys
+	// promise after one was refused (see scheduleMany).
+	skipNewKeys atomic.Int32
 }
+
+// A batch of at least newKeysMin tasks sent outside the caller's
+// transaction first promises that none of its ordering_ids has a task yet:
+// the database then writes their heads with a plain INSERT (a third
+// cheaper than finding and locking existing ones) and refuses the batch,
+// writing nothing, if the promise was wrong; the client then sends it the
+// general way, and the next newKeysBackoff batches too, so a producer that
+// feeds existing ordering_ids pays the second round trip once per
+// newKeysBackoff+1 batches. Below newKeysMin the round trip a refusal
+// costs outweighs what the cheaper insert saves.
+const (
+	newKeysMin     = 100
+	newKeysBackoff = 16
+)
 
 // NewClient returns a client on pool. Only Config.Schema and
 // Config.Registerer (for pgsched_tasks_scheduled_total) matter to it.
@@ -121,7 +139,7 @@ func (c *Client) ScheduleTx(ctx context.Context, tx pgx.Tx, t Task) (Result, err
 // is stored (or found completed) or, on any error, none is. Results line up
 // with tasks.
 func (c *Client) ScheduleMany(ctx context.Context, tasks []Task) ([]Result, error) {
-	rs, err := c.scheduleMany(ctx, c.pool, tasks)
+	rs, err := c.scheduleMany(ctx, c.pool, tasks, true)
 	if err == nil {
 		c.count(rs...)
 	}
@@ -130,7 +148,7 @@ func (c *Client) ScheduleMany(ctx context.Context, tasks []Task) ([]Result, erro
 
 // ScheduleManyTx is ScheduleMany inside the caller's transaction.
 func (c *Client) ScheduleManyTx(ctx context.Context, tx pgx.Tx, tasks []Task) ([]Result, error) {
-	return c.scheduleMany(ctx, tx, tasks)
+	return c.scheduleMany(ctx, tx, tasks, false)
 }
 
 // Cancel removes a pending task. ErrTaskRunning if it runs now, ErrNotFound
@@ -165,14 +183,16 @@ func (c *Client) Reschedule(ctx context.Context, k Key, newAt time.Time) error {
 func Partition(orderingID string, count int) int { return partition.Of(orderingID, count) }
 
 func (c *Client) scheduleOne(ctx context.Context, db store.DBTX, t Task) (Result, error) {
-	res, err := c.scheduleMany(ctx, db, []Task{t})
+	res, err := c.scheduleMany(ctx, db, []Task{t}, false)
 	if err != nil {
 		return "", err
 	}
 	return res[0], nil
 }
 
-func (c *Client) scheduleMany(ctx context.Context, db store.DBTX, tasks []Task) ([]Result, error) {
+// scheduleMany enqueues tasks on db; own says db is not the caller's
+// transaction, so a refused batch can be sent again.
+func (c *Client) scheduleMany(ctx context.Context, db store.DBTX, tasks []Task, own bool) ([]Result, error) {
 	if len(tasks) == 0 {
 		return []Result{}, nil
 	}
@@ -190,7 +210,19 @@ func (c *Client) scheduleMany(ctx context.Context, db store.DBTX, tasks []Task) 
 			Kind: t.Kind, Payload: t.Payload,
 		}
 	}
-	words, err := c.store.ScheduleMany(ctx, db, batch)
+	newKeys := false
+	if own && len(batch) >= newKeysMin {
+		if c.skipNewKeys.Load() > 0 {
+			c.skipNewKeys.Add(-1)
+		} else {
+			newKeys = true
+		}
+	}
+	words, err := c.store.ScheduleMany(ctx, db, batch, newKeys)
+	if newKeys && errors.Is(err, store.ErrHasHead) {
+		c.skipNewKeys.Store(newKeysBackoff)
+		words, err = c.store.ScheduleMany(ctx, db, batch, false)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pgsched: schedule: %w", err)
 	}

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -436,6 +438,73 @@ func TestScheduleMany100k(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, pgsched.Updated, res[999])
 	require.Equal(t, 100_000, countRows(t, b, "tasks"))
+}
+
+// TestScheduleManyNewKeys: schedule_many's new_keys writes heads with a
+// plain INSERT and refuses, writing nothing, a batch with an ordering_id
+// that already has a task; the Go client then sends the batch the general
+// way, also when concurrent batches race to create the same heads.
+func TestScheduleManyNewKeys(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	at := time.Now().Add(time.Hour).Truncate(time.Microsecond)
+	call := func(ids []string, newKeys bool) ([]string, error) {
+		ats := make([]time.Time, len(ids))
+		for i := range ats {
+			ats[i] = at.Add(time.Duration(i) * time.Millisecond)
+		}
+		var res []string
+		err := b.db.Pool.QueryRow(ctx, "SELECT "+b.db.Schema+".schedule_many($1, $2, new_keys => $3)", ids, ats, newKeys).Scan(&res)
+		return res, err
+	}
+
+	res, err := call([]string{"a", "b", "a"}, true)
+	require.NoError(t, err)
+	require.Equal(t, []string{"inserted", "inserted", "inserted"}, res, "a twice in one batch: one head and a backlog task")
+	require.Equal(t, 3, countRows(t, b, "tasks"))
+	require.Equal(t, 2, countRows(t, b, "heads"))
+
+	_, err = call([]string{"c", "d", "b"}, true)
+	var pgErr *pgconn.PgError
+	require.ErrorAs(t, err, &pgErr)
+	require.Equal(t, "23505", pgErr.Code, "b has a head: the promise is refused")
+	require.Equal(t, 3, countRows(t, b, "tasks"), "nothing of the refused batch is written")
+
+	res, err = call([]string{"c", "d", "b"}, false)
+	require.NoError(t, err)
+	require.Equal(t, []string{"inserted", "inserted", "inserted"}, res)
+	require.Equal(t, 6, countRows(t, b, "tasks"))
+
+	// Through the client: batches large enough to be sent with the promise,
+	// eight at once over the same 200 ordering_ids, each at its own times:
+	// all but one writer of each head are refused and sent again.
+	const writers, keys = 8, 200
+	var wg sync.WaitGroup
+	errs := make([]error, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tasks := make([]pgsched.Task, keys)
+			for i := range tasks {
+				tasks[i] = pgsched.Task{OrderingID: fmt.Sprint("k", i), ScheduledAt: at.Add(time.Duration(w*keys+i) * time.Millisecond)}
+			}
+			res, err := b.client.ScheduleMany(ctx, tasks)
+			if err == nil && slices.ContainsFunc(res, func(r pgsched.Result) bool { return r != pgsched.Inserted }) {
+				err = fmt.Errorf("results %v, want all inserted", res)
+			}
+			errs[w] = err
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+	require.Equal(t, 6+writers*keys, countRows(t, b, "tasks"))
+	require.Equal(t, 4+keys, countRows(t, b, "heads"))
+	var misplaced int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+b.db.Schema+".heads h WHERE EXISTS (SELECT 1 FROM "+
+		b.db.Schema+".backlog g WHERE g.partition_id = h.partition_id AND g.ordering_id = h.ordering_id AND (g.scheduled_at, g.uniqueness_key) < (h.scheduled_at, h.uniqueness_key))").Scan(&misplaced))
+	require.Zero(t, misplaced, "every head is its ordering_id's earliest task")
 }
 
 // TestScheduledMetric: committed enqueues are counted by result; clients

@@ -4,7 +4,8 @@ SELECT pgsched.schedule_many(
     sqlc.arg(scheduled_ats)::timestamptz[],
     sqlc.arg(uniqueness_keys)::text[],
     sqlc.arg(payloads)::jsonb[],
-    sqlc.arg(kinds)::text[]
+    sqlc.arg(kinds)::text[],
+    sqlc.arg(new_keys)::boolean
 )::text[] AS results;
 
 -- name: TaskCancel :exec

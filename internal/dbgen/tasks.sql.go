@@ -270,7 +270,8 @@ SELECT pgsched.schedule_many(
     $2::timestamptz[],
     $3::text[],
     $4::jsonb[],
-    $5::text[]
+    $5::text[],
+    $6::boolean
 )::text[] AS results
 `
 
@@ -280,6 +281,7 @@ type TaskScheduleManyParams struct {
 	UniquenessKeys []string
 	Payloads       [][]byte
 	Kinds          []string
+	NewKeys        bool
 }
 
 func (q *Queries) TaskScheduleMany(ctx context.Context, db DBTX, arg TaskScheduleManyParams) ([]string, error) {
@@ -289,6 +291,7 @@ func (q *Queries) TaskScheduleMany(ctx context.Context, db DBTX, arg TaskSchedul
 		arg.UniquenessKeys,
 		arg.Payloads,
 		arg.Kinds,
+		arg.NewKeys,
 	)
 	var results []string
 	err := row.Scan(&results)

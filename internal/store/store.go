@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -24,6 +25,9 @@ var (
 	ErrNotFound  = errors.New("no such pending task")
 	ErrConflict  = errors.New("task key already exists or was completed")
 	ErrLeaseLost = errors.New("node lease lost")
+	// ErrHasHead: ScheduleMany with newKeys met an ordering_id that already
+	// has a task; nothing was written.
+	ErrHasHead = errors.New("an ordering_id of the batch already has a task")
 )
 
 // DBTX is a pool, connection or transaction.
@@ -74,6 +78,12 @@ func translate(err error) error {
 			sentinel = ErrNotFound
 		case "PGS05":
 			sentinel = ErrConflict
+		case "23505":
+			// Only schedule_many with new_keys inserts heads without
+			// ON CONFLICT.
+			if strings.HasPrefix(pgErr.ConstraintName, "heads") {
+				sentinel = ErrHasHead
+			}
 		}
 		if sentinel != nil {
 			return fmt.Errorf("%w: %s", sentinel, pgErr.Message)
@@ -92,10 +102,12 @@ type NewTask struct {
 }
 
 // ScheduleMany enqueues tasks atomically in one statement and returns one
-// result word per task.
-func (s *Store) ScheduleMany(ctx context.Context, db DBTX, tasks []NewTask) ([]string, error) {
+// result word per task. newKeys promises that no ordering_id of the batch
+// has a task yet: cheaper, and ErrHasHead (nothing written) when wrong.
+func (s *Store) ScheduleMany(ctx context.Context, db DBTX, tasks []NewTask, newKeys bool) ([]string, error) {
 	n := len(tasks)
 	arg := dbgen.TaskScheduleManyParams{
+		NewKeys:        newKeys,
 		OrderingIds:    make([]string, n),
 		ScheduledAts:   make([]time.Time, n),
 		UniquenessKeys: make([]string, n),
