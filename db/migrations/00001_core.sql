@@ -485,7 +485,9 @@ BEGIN
     -- statement returns only the new heads' ids: the common batch (all
     -- written) needs no more, so only a mixed batch joins them back to its
     -- positions (two sorts and a join, 25 of 170 ms per 10k in EXPLAIN
-    -- ANALYZE, which inflates sorts).
+    -- ANALYZE, which inflates sorts). The two statements differ only in ON
+    -- CONFLICT, which plpgsql cannot make conditional without dynamic SQL
+    -- (a plan per call).
     IF new_keys THEN
         WITH ins AS (
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
