@@ -223,10 +223,14 @@ if want graphile-worker; then
 fi
 
 failed=()
-# round lines: ROUND<TAB>LABEL<TAB>VALUE, from tables of single runs
+# round lines: ROUND<TAB>LABEL<TAB>VALUE, from tables of single runs (each
+# row is also shown as it comes)
 rounds="$tmp/rounds"
 : >"$rounds"
-to_rounds() { awk -v r="$1" 'NF > 3 && $1 != "workload" { v = $(NF-2); NF -= 3; printf "%s\t%s\t%s\n", r, $0, v }' >>"$rounds"; }
+to_rounds() {
+  awk -v r="$1" 'NF > 3 && $1 != "workload" {
+    print "round " r ": " $0 > "/dev/stderr"; v = $(NF-2); NF -= 3; printf "%s\t%s\t%s\n", r, $0, v }' >>"$rounds"
+}
 gw_label="gw burn-down $N, batched, jobs/s"
 headline=0
 { want pgsched && [ "${#pg_head[@]}" -gt 0 ]; } && headline=1
