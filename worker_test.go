@@ -221,6 +221,54 @@ func TestTransactionalHandler(t *testing.T) {
 	require.Equal(t, 1, countRows(t, b, "completions"))
 }
 
+// TestChainsFlowWithoutPolling: with the poll fallback an hour away, the
+// next task of an ordering_id still starts once its predecessor's outcome
+// is written, whether the finisher wrote it or a transactional handler's
+// own commit did (neither sends a NOTIFY), and a task due shortly after
+// enqueue starts from the loop's own timer.
+func TestChainsFlowWithoutPolling(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	ran := map[string][]string{}
+	record := func(job *pgsched.Job) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran[job.OrderingID] = append(ran[job.OrderingID], job.UniquenessKey)
+	}
+	cfg := fastConfig(b.db.Schema)
+	cfg.PollInterval = time.Hour
+	cfg.Handlers = map[string]pgsched.Handler{
+		"plain": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error { record(job); return nil }),
+		"tx":    {TxFunc: func(ctx context.Context, tx pgx.Tx, job *pgsched.Job) error { record(job); return nil }},
+	}
+	startWorker(t, b.db, cfg)
+
+	// One chain at a time, so no other outcome's signal carries it.
+	want := map[string][]string{}
+	for _, kind := range []string{"tx", "plain"} {
+		now := time.Now()
+		var tasks []pgsched.Task
+		for i := range 15 {
+			key := fmt.Sprintf("%02d", i)
+			tasks = append(tasks, pgsched.Task{OrderingID: kind, Kind: kind, ScheduledAt: now.Add(time.Duration(i) * time.Millisecond), UniquenessKey: key})
+			want[kind] = append(want[kind], key)
+		}
+		if kind == "plain" {
+			// Due after the enqueue's NOTIFY has been and gone.
+			tasks = append(tasks, pgsched.Task{OrderingID: "later", Kind: "plain", ScheduledAt: now.Add(300 * time.Millisecond)})
+			want["later"] = []string{""}
+		}
+		_, err := b.client.ScheduleMany(ctx, tasks)
+		require.NoError(t, err)
+		eventually(t, 10*time.Second, func() bool { return countRows(t, b, "tasks") == 0 }, "the %s chain done without polling", kind)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, want, ran, "each chain ran whole, in order")
+}
+
 func TestStopIsSafe(t *testing.T) {
 	t.Parallel()
 	b := setupClient(t)
