@@ -226,6 +226,9 @@ func (b *bench) workloads() []workload {
 		fmt.Sprintf("backlog %s: drain first %s, tasks/s", short(b.backlogN), short(k)),
 		fmt.Sprintf("backlog %s: drain last %s, tasks/s", short(b.backlogN), short(k)),
 		fmt.Sprintf("backlog %s: drain all, tasks/s", short(b.backlogN)),
+		// Each run's own ratio: the machine's speed drifts between runs,
+		// so the ratio of the medians mixes runs.
+		fmt.Sprintf("backlog %s: last / first %s, %% per run", short(b.backlogN), short(k)),
 	}, b.backlog})
 	var claim []string
 	for _, p := range b.claimPending {
@@ -757,7 +760,7 @@ func (b *bench) backlog(ctx context.Context) ([]float64, error) {
 	k := b.backlogWindow()
 	first := float64(k-1) / stamps[k-1].Sub(stamps[0]).Seconds()
 	last := float64(k-1) / stamps[m-1].Sub(stamps[m-k]).Seconds()
-	return []float64{first, last, all}, nil
+	return []float64{first, last, all, 100 * last / first}, nil
 }
 
 // claimLatency measures, for each -claim-pending size, start-minus-due
