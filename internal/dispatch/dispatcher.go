@@ -209,6 +209,7 @@ func (d *Dispatcher) loop(ctx context.Context) {
 	// (ordered burn-down: 6 of its ~85 us of database time per task).
 	stale := true
 	var recheckAt time.Time
+	var lastTerm *lease.Term
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	backoff := 10 * time.Millisecond
@@ -221,6 +222,9 @@ func (d *Dispatcher) loop(ctx context.Context) {
 			case <-d.cfg.Node.Changed():
 			}
 			continue
+		}
+		if term != lastTerm {
+			due, stale, lastTerm = nil, true, term
 		}
 		if d.changed.Swap(false) {
 			stale = true

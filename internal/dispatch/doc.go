@@ -16,7 +16,9 @@
 // The loop sleeps until the earliest known due time (an in-memory timer), a
 // NOTIFY saying new work is due, a freed slot or finished batch, or the poll
 // interval, whichever comes first: future work is pulled, past-due work is
-// pushed.
+// pushed. It asks for due partitions again only when work may have become
+// due since it last asked (outcomes written, a NOTIFY, a new term or set
+// of partitions, the timer): a freed slot alone makes nothing due.
 //
 // # Finishing
 //
