@@ -517,7 +517,7 @@ func (r *propRun) opFinish() {
 	}
 	r.note("finish (stale %v) [%s]", stale, strings.Join(desc, ", "))
 	t0 := r.dbNow()
-	applied, err := r.b.store.Finish(r.ctx, r.b.db.Pool, r.node, epoch, outs)
+	applied, _, err := r.b.store.Finish(r.ctx, r.b.db.Pool, r.node, epoch, outs, store.Handover{})
 	r.must(err, "finish")
 	t1 := r.dbNow()
 	if stale {
@@ -796,9 +796,9 @@ func TestSettleAfterEarlierEnqueue(t *testing.T) {
 	}
 	finish := func(c store.Claimed, epoch int64, outcome string) {
 		t.Helper()
-		applied, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
+		applied, _, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
 			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: outcome,
-		}})
+		}}, store.Handover{})
 		require.NoError(t, err)
 		require.Equal(t, []int64{c.ID}, applied)
 	}

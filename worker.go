@@ -301,8 +301,11 @@ func (w *Worker) Stop(ctx context.Context) error {
 	}
 }
 
-func (w *Worker) onClaimed(*dispatch.Job) {
+func (w *Worker) onClaimed(job *dispatch.Job) {
 	w.metrics.Claimed.Inc()
+	if job.HandedOver {
+		w.metrics.HandedOver.Inc()
+	}
 	w.metrics.Running.Inc()
 }
 
@@ -394,9 +397,9 @@ func (w *Worker) execTx(ctx context.Context, dj *dispatch.Job, job *Job, h Handl
 	if err := h.TxFunc(ctx, tx, job); err != nil {
 		return false, err
 	}
-	applied, err := w.store.Finish(ctx, tx, w.cfg.NodeID, dj.Epoch, []store.Outcome{{
+	applied, _, err := w.store.Finish(ctx, tx, w.cfg.NodeID, dj.Epoch, []store.Outcome{{
 		Partition: dj.Partition, OrderingID: dj.OrderingID, ID: dj.ID, Outcome: store.OutcomeCompleted,
-	}})
+	}}, store.Handover{})
 	if err != nil {
 		return false, fmt.Errorf("recording completion: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsched/pgsched"
@@ -223,9 +224,9 @@ func TestTransactionalHandler(t *testing.T) {
 
 // TestChainsFlowWithoutPolling: with the poll fallback an hour away, the
 // next task of an ordering_id still starts once its predecessor's outcome
-// is written, whether the finisher wrote it or a transactional handler's
-// own commit did (neither sends a NOTIFY), and a task due shortly after
-// enqueue starts from the loop's own timer.
+// is written, whether the finisher wrote it (handing the successor over)
+// or a transactional handler's own commit did (neither sends a NOTIFY),
+// and a task due shortly after enqueue starts from the loop's own timer.
 func TestChainsFlowWithoutPolling(t *testing.T) {
 	t.Parallel()
 	b := setupClient(t)
@@ -239,6 +240,8 @@ func TestChainsFlowWithoutPolling(t *testing.T) {
 	}
 	cfg := fastConfig(b.db.Schema)
 	cfg.PollInterval = time.Hour
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
 	cfg.Handlers = map[string]pgsched.Handler{
 		"plain": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error { record(job); return nil }),
 		"tx":    {TxFunc: func(ctx context.Context, tx pgx.Tx, job *pgsched.Job) error { record(job); return nil }},
@@ -267,6 +270,18 @@ func TestChainsFlowWithoutPolling(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, want, ran, "each chain ran whole, in order")
+	// The plain chain's first task was claimed; each later one was handed
+	// over by its predecessor's finish (the transactional handlers record
+	// their own completions and hand nothing over).
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	handed := -1.0
+	for _, f := range families {
+		if f.GetName() == "pgsched_tasks_handed_over_total" {
+			handed = f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	require.Equal(t, 14.0, handed)
 }
 
 func TestStopIsSafe(t *testing.T) {

@@ -91,6 +91,10 @@ CREATE TABLE pgsched.heads (
     node_id        text,
     epoch          bigint,
     claimed_at     timestamptz,
+    -- How many tasks of this ordering_id ran back to back before this one
+    -- on its node, each handing over to the next as it finished (0 for a
+    -- task that was claimed); finish_tasks stops handing over at a limit.
+    chain          integer     NOT NULL DEFAULT 0,
     PRIMARY KEY (partition_id, ordering_id),
     CHECK (octet_length(ordering_id) BETWEEN 1 AND 255),
     CHECK (octet_length(uniqueness_key) <= 255),
@@ -356,9 +360,22 @@ $$;
 -- (the first, and whether there is more), a second probe only when both
 -- have the same scheduled_at (the earlier enqueued wins), a delete by ctid
 -- and an insert.
+--
+-- Handing over: up to p_chain of the new heads are inserted already
+-- running for (p_node_id, p_epoch), as a claim would, and returned: those
+-- due now, in p_chain_partitions, whose predecessor's chain (prev_chains,
+-- aligned with the keys) is below p_chain_limit, earliest run_at first,
+-- and only while the node's lease is live. It spares the finished task's
+-- successor a claim of its own (the claim's index scan and update), and
+-- the limit makes a long chain go through a claim now and then, so other
+-- ordering_ids waiting in the node's partitions get their turn.
 -- +goose StatementBegin
-CREATE FUNCTION pgsched.promote_heads(partition_ids integer[], ordering_ids text[])
-RETURNS void
+CREATE FUNCTION pgsched.promote_heads(partition_ids integer[], ordering_ids text[],
+                                      prev_chains integer[] DEFAULT NULL,
+                                      p_node_id text DEFAULT NULL, p_epoch bigint DEFAULT NULL,
+                                      p_chain integer DEFAULT 0, p_chain_partitions integer[] DEFAULT NULL,
+                                      p_chain_limit integer DEFAULT 0)
+RETURNS SETOF pgsched.heads
 LANGUAGE plpgsql
 SET jit = off
 SET enable_seqscan = off
@@ -366,11 +383,20 @@ SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET enable_material = off
 AS $$
+DECLARE
+    room integer := coalesce(p_chain, 0);
 BEGIN
+    IF room > 0 AND NOT EXISTS (SELECT 1 FROM pgsched.nodes n
+                                WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()) THEN
+        room := 0;
+    END IF;
+    RETURN QUERY
     WITH k AS (
-        SELECT DISTINCT a.p, a.o COLLATE "C" AS o FROM unnest(partition_ids, ordering_ids) AS a(p, o)
+        SELECT a.p, a.o COLLATE "C" AS o, max(coalesce(a.c, 0)) AS c
+        FROM unnest(partition_ids, ordering_ids, prev_chains) AS a(p, o, c)
+        GROUP BY a.p, a.o COLLATE "C"
     ), pick AS (
-        SELECT k.p, coalesce(t.tid, f.tids[1]) AS tid, cardinality(f.tids) > 1 AS more
+        SELECT k.p, k.c, coalesce(t.tid, f.tids[1]) AS tid, cardinality(f.tids) > 1 AS more
         FROM k
         CROSS JOIN LATERAL (
             SELECT array_agg(x.tid ORDER BY x.scheduled_at, x.uniqueness_key) AS tids,
@@ -391,13 +417,26 @@ BEGIN
     ), moved AS (
         DELETE FROM pgsched.backlog b USING pick
         WHERE b.partition_id = pick.p AND b.ctid = pick.tid
-        RETURNING b.*, pick.more
+        RETURNING b.*, pick.more, pick.c AS prev_chain
+    ), ranked AS (
+        SELECT m.*, room > 0 AND m.run_at <= now() AND m.prev_chain < p_chain_limit
+                    AND m.partition_id = ANY (p_chain_partitions) AS eligible
+        FROM moved m
+    ), chosen AS (
+        SELECT x.*, x.eligible AND row_number() OVER (PARTITION BY x.eligible ORDER BY x.run_at, x.id) <= room AS run
+        FROM ranked x
+    ), ins AS (
+        INSERT INTO pgsched.heads (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
+                                   run_at, attempt, revision, last_error, created_at, backlog,
+                                   running, node_id, epoch, claimed_at, chain)
+        SELECT c.partition_id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.id, c.kind, c.payload,
+               c.run_at, c.attempt + c.run::integer, c.revision, c.last_error, c.created_at, c.more,
+               c.run, CASE WHEN c.run THEN p_node_id END, CASE WHEN c.run THEN p_epoch END,
+               CASE WHEN c.run THEN now() END, CASE WHEN c.run THEN c.prev_chain + 1 ELSE 0 END
+        FROM chosen c
+        RETURNING *
     )
-    INSERT INTO pgsched.heads (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
-                               run_at, attempt, revision, last_error, created_at, backlog)
-    SELECT m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
-           m.run_at, m.attempt, m.revision, m.last_error, m.created_at, m.more
-    FROM moved m;
+    SELECT * FROM ins WHERE ins.running;
 END
 $$;
 -- +goose StatementEnd
@@ -806,7 +845,7 @@ BEGIN
             FOR UPDATE SKIP LOCKED
         )
         UPDATE pgsched.heads h
-        SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = now()
+        SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = now(), chain = 0
         WHERE h.partition_id = p AND h.ctid = ANY (ARRAY(SELECT q.tid FROM q)) AND NOT h.running
         RETURNING h.*;
         GET DIAGNOSTICS got = ROW_COUNT;
@@ -822,7 +861,8 @@ $$;
 -- now (the database's now), 'release' makes it pending again as it was (a
 -- graceful stop gave it back). Only tasks still held by (node_id, epoch)
 -- change: a stale node's late writes change nothing. Returns the ids of the
--- tasks that changed.
+-- tasks that changed (applied) and the successors handed straight to the
+-- node as running (chained; up to p_chain, see promote_heads).
 --
 -- Heads are changed in key order, so enqueuers (which lock heads in that
 -- order too) and finishers cannot deadlock: a batch of completions alone is
@@ -838,9 +878,12 @@ CREATE FUNCTION pgsched.finish_tasks(
     task_ids       bigint[],
     outcomes       text[],
     retry_delays   float8[],
-    errors         text[]
+    errors         text[],
+    p_chain        integer DEFAULT 0,
+    p_chain_partitions integer[] DEFAULT NULL,
+    p_chain_limit  integer DEFAULT 0
 )
-RETURNS bigint[]
+RETURNS TABLE (applied bigint[], chained pgsched.heads[])
 LANGUAGE plpgsql
 SET jit = off
 SET enable_seqscan = off
@@ -851,10 +894,12 @@ AS $$
 DECLARE
     gone_p  integer[];
     gone_o  text[];
+    gone_c  integer[];
     gone_id bigint[];
     back_p  integer[];
     back_o  text[];
     back_id bigint[];
+    next_   pgsched.heads[];
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(outcomes) AS x(outcome) WHERE x.outcome NOT IN ('completed', 'dead')) THEN
         PERFORM pgsched.lock_heads(partition_ids, ordering_ids);
@@ -882,12 +927,13 @@ BEGIN
         FROM gone g WHERE g.outcome = 'dead'
     )
     SELECT array_agg(g.partition_id) FILTER (WHERE g.backlog), array_agg(g.ordering_id) FILTER (WHERE g.backlog),
-           array_agg(g.id)
-    INTO gone_p, gone_o, gone_id FROM gone g;
+           array_agg(g.chain) FILTER (WHERE g.backlog), array_agg(g.id)
+    INTO gone_p, gone_o, gone_c, gone_id FROM gone g;
 
     IF gone_p IS NOT NULL THEN
         -- The next task of each ordering_id with a backlog becomes its head.
-        PERFORM pgsched.promote_heads(gone_p, gone_o);
+        SELECT array_agg(x) INTO next_
+        FROM pgsched.promote_heads(gone_p, gone_o, gone_c, p_node_id, p_epoch, p_chain, p_chain_partitions, p_chain_limit) x;
     END IF;
 
     IF cardinality(gone_id) IS DISTINCT FROM cardinality(task_ids) THEN
@@ -910,7 +956,9 @@ BEGIN
         END IF;
     END IF;
 
-    RETURN coalesce(gone_id, '{}') || coalesce(back_id, '{}');
+    applied := coalesce(gone_id, '{}') || coalesce(back_id, '{}');
+    chained := coalesce(next_, '{}');
+    RETURN NEXT;
 END
 $$;
 -- +goose StatementEnd

@@ -28,17 +28,33 @@ SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.
 FROM pgsched.claim_due_many(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sqlc.arg(partition_ids)::integer[],
                             sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8) AS c;
 
--- name: TaskFinish :one
-SELECT pgsched.finish_tasks(
-    sqlc.arg(node_id)::text,
-    sqlc.arg(epoch)::bigint,
-    sqlc.arg(partition_ids)::integer[],
-    sqlc.arg(ordering_ids)::text[],
-    sqlc.arg(task_ids)::bigint[],
-    sqlc.arg(outcomes)::text[],
-    sqlc.arg(retry_delays)::float8[],
-    sqlc.arg(errors)::text[]
-)::bigint[] AS applied;
+-- TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
+-- first row carries the ids that changed; each further row is a successor
+-- handed straight to the node as running, shaped like a claimed task.
+-- name: TaskFinish :many
+WITH f AS (
+    SELECT r.applied, r.chained FROM pgsched.finish_tasks(
+        sqlc.arg(node_id)::text,
+        sqlc.arg(epoch)::bigint,
+        sqlc.arg(partition_ids)::integer[],
+        sqlc.arg(ordering_ids)::text[],
+        sqlc.arg(task_ids)::bigint[],
+        sqlc.arg(outcomes)::text[],
+        sqlc.arg(retry_delays)::float8[],
+        sqlc.arg(errors)::text[],
+        sqlc.arg(chain_max)::integer,
+        sqlc.arg(chain_partitions)::integer[],
+        sqlc.arg(chain_limit)::integer
+    ) AS r(applied, chained)
+)
+SELECT f.applied::bigint[] AS applied, NULL::integer AS partition_id, NULL::bigint AS id, NULL::text AS ordering_id,
+       NULL::timestamptz AS scheduled_at, NULL::text AS uniqueness_key, NULL::text AS kind, NULL::jsonb AS payload,
+       NULL::integer AS attempt, NULL::timestamptz AS run_at, NULL::timestamptz AS claimed_at
+FROM f
+UNION ALL
+SELECT NULL, c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
+       c.attempt, c.run_at, c.claimed_at
+FROM f CROSS JOIN LATERAL unnest(f.chained) AS c;
 
 -- name: TaskRescueExpired :one
 SELECT pgsched.rescue_expired(sqlc.narg(nodes)::text[], sqlc.arg(orphans)::boolean)::integer AS rescued;

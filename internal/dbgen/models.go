@@ -105,6 +105,7 @@ type PgschedHead struct {
 	NodeID        pgtype.Text
 	Epoch         pgtype.Int8
 	ClaimedAt     *time.Time
+	Chain         int32
 }
 
 type PgschedLateness struct {

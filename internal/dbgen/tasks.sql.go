@@ -8,6 +8,8 @@ package dbgen
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const completionEnsurePartitions = `-- name: CompletionEnsurePartitions :one
@@ -182,32 +184,65 @@ func (q *Queries) TaskCountPending(ctx context.Context, db DBTX) (int64, error) 
 	return pending, err
 }
 
-const taskFinish = `-- name: TaskFinish :one
-SELECT pgsched.finish_tasks(
-    $1::text,
-    $2::bigint,
-    $3::integer[],
-    $4::text[],
-    $5::bigint[],
-    $6::text[],
-    $7::float8[],
-    $8::text[]
-)::bigint[] AS applied
+const taskFinish = `-- name: TaskFinish :many
+WITH f AS (
+    SELECT r.applied, r.chained FROM pgsched.finish_tasks(
+        $1::text,
+        $2::bigint,
+        $3::integer[],
+        $4::text[],
+        $5::bigint[],
+        $6::text[],
+        $7::float8[],
+        $8::text[],
+        $9::integer,
+        $10::integer[],
+        $11::integer
+    ) AS r(applied, chained)
+)
+SELECT f.applied::bigint[] AS applied, NULL::integer AS partition_id, NULL::bigint AS id, NULL::text AS ordering_id,
+       NULL::timestamptz AS scheduled_at, NULL::text AS uniqueness_key, NULL::text AS kind, NULL::jsonb AS payload,
+       NULL::integer AS attempt, NULL::timestamptz AS run_at, NULL::timestamptz AS claimed_at
+FROM f
+UNION ALL
+SELECT NULL, c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
+       c.attempt, c.run_at, c.claimed_at
+FROM f CROSS JOIN LATERAL unnest(f.chained) AS c
 `
 
 type TaskFinishParams struct {
-	NodeID       string
-	Epoch        int64
-	PartitionIds []int32
-	OrderingIds  []string
-	TaskIds      []int64
-	Outcomes     []string
-	RetryDelays  []float64
-	Errors       []string
+	NodeID          string
+	Epoch           int64
+	PartitionIds    []int32
+	OrderingIds     []string
+	TaskIds         []int64
+	Outcomes        []string
+	RetryDelays     []float64
+	Errors          []string
+	ChainMax        int32
+	ChainPartitions []int32
+	ChainLimit      int32
 }
 
-func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams) ([]int64, error) {
-	row := db.QueryRow(ctx, taskFinish,
+type TaskFinishRow struct {
+	Applied       []int64
+	PartitionID   pgtype.Int4
+	ID            pgtype.Int8
+	OrderingID    pgtype.Text
+	ScheduledAt   *time.Time
+	UniquenessKey pgtype.Text
+	Kind          pgtype.Text
+	Payload       []byte
+	Attempt       pgtype.Int4
+	RunAt         *time.Time
+	ClaimedAt     *time.Time
+}
+
+// TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
+// first row carries the ids that changed; each further row is a successor
+// handed straight to the node as running, shaped like a claimed task.
+func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams) ([]TaskFinishRow, error) {
+	rows, err := db.Query(ctx, taskFinish,
 		arg.NodeID,
 		arg.Epoch,
 		arg.PartitionIds,
@@ -216,10 +251,38 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams)
 		arg.Outcomes,
 		arg.RetryDelays,
 		arg.Errors,
+		arg.ChainMax,
+		arg.ChainPartitions,
+		arg.ChainLimit,
 	)
-	var applied []int64
-	err := row.Scan(&applied)
-	return applied, err
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TaskFinishRow{}
+	for rows.Next() {
+		var i TaskFinishRow
+		if err := rows.Scan(
+			&i.Applied,
+			&i.PartitionID,
+			&i.ID,
+			&i.OrderingID,
+			&i.ScheduledAt,
+			&i.UniquenessKey,
+			&i.Kind,
+			&i.Payload,
+			&i.Attempt,
+			&i.RunAt,
+			&i.ClaimedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const taskReschedule = `-- name: TaskReschedule :exec

@@ -22,6 +22,9 @@ type Job struct {
 	Epoch int64
 	// Received is when the claim reached this process (local clock).
 	Received time.Time
+	// HandedOver means its predecessor's finish started it on this node
+	// instead of a claim (see store.Handover).
+	HandedOver bool
 }
 
 // StartLateness is how late the job starts if it starts now, on the
@@ -150,6 +153,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	d.stopping, d.stopFn = context.WithCancel(context.Background())
 	d.abort, d.abortFn = context.WithCancel(context.Background())
 	d.finish = newFinisher(cfg, d.outcomesWritten)
+	d.finish.handover, d.finish.handedOver = d.handover, d.startHandedOver
 	return d, nil
 }
 
@@ -161,6 +165,38 @@ func (d *Dispatcher) Inflight() int { return int(d.inflight.Load()) }
 func (d *Dispatcher) outcomesWritten() {
 	d.changed.Store(true)
 	d.poke()
+}
+
+// handoverLimit is how many tasks of one ordering_id may follow each other
+// on a node by handover before the next has to be claimed: a claim takes
+// the longest-waiting heads first, so ordering_ids queued behind busy
+// chains get their turn at least every handoverLimit tasks of each.
+const handoverLimit = 16
+
+// handover says which due successors of a batch's finished tasks the batch
+// may start on this node: one per task finished for good (each freed a
+// handler), only under the current term and while claiming.
+func (d *Dispatcher) handover(epoch int64, finished int) store.Handover {
+	term := d.cfg.Node.Current()
+	if finished == 0 || term == nil || term.Epoch != epoch || d.stopping.Err() != nil {
+		return store.Handover{}
+	}
+	return store.Handover{Max: finished, Partitions: d.cfg.Partitions(), Limit: handoverLimit}
+}
+
+// startHandedOver runs successors handed over by a finish like claimed
+// tasks, or gives them back if the term ended or a stop began meanwhile.
+func (d *Dispatcher) startHandedOver(epoch int64, jobs []store.Claimed) {
+	received := time.Now()
+	term := d.cfg.Node.Current()
+	for i := range jobs {
+		job := &Job{Claimed: jobs[i], Epoch: epoch, Received: received, HandedOver: true}
+		if term == nil || term.Epoch != epoch || d.stopping.Err() != nil {
+			d.finish.add(job, Result{Outcome: store.OutcomeRelease}, 0)
+			continue
+		}
+		d.start(term, job)
+	}
 }
 
 func (d *Dispatcher) poke() {
@@ -434,13 +470,21 @@ func (d *Dispatcher) exec(ctx context.Context, job *Job) (res Result) {
 
 // finisher writes outcomes in batches.
 type finisher struct {
-	cfg    Config
-	after  func()
-	mu     sync.Mutex
-	items  []finishItem
-	signal chan struct{}
-	closed chan struct{}
-	once   sync.Once
+	cfg   Config
+	after func()
+	// handover and handedOver connect finishes to the dispatcher: which
+	// successors a batch may start, and starting them.
+	handover   func(epoch int64, finished int) store.Handover
+	handedOver func(epoch int64, jobs []store.Claimed)
+	// handedShare is the share of the last batch's outcomes that handed a
+	// successor over, in percent: high when the finish statements carry
+	// the claiming too, and then two run at once (see flushAll).
+	handedShare atomic.Int32
+	mu          sync.Mutex
+	items       []finishItem
+	signal      chan struct{}
+	closed      chan struct{}
+	once        sync.Once
 }
 
 type finishItem struct {
@@ -448,6 +492,9 @@ type finishItem struct {
 	res Result
 	ran time.Duration
 }
+
+// minSplit is the smallest half worth its own finish statement.
+const minSplit = 50
 
 func newFinisher(cfg Config, after func()) *finisher {
 	return &finisher{cfg: cfg, after: after, signal: make(chan struct{}, 1), closed: make(chan struct{})}
@@ -494,20 +541,44 @@ func (f *finisher) flushAll(final bool) {
 		if n == 0 {
 			return
 		}
-		if err := f.write(batch); err != nil {
-			f.cfg.Logger.Warn("recording task outcomes failed; will retry", "tasks", n, "error", err)
+		parts := [][]finishItem{batch}
+		if half := n / 2; half >= minSplit && f.handedShare.Load() >= 50 {
+			// Most outcomes hand a successor over, so the finish statement
+			// does the claiming too and one at a time bounds the node; two
+			// halves at once use the CPU the claims no longer take. Only
+			// one outcome per ordering_id is ever pending, so the two
+			// statements lock disjoint heads.
+			parts = [][]finishItem{batch[:half], batch[half:]}
+		}
+		errs := make([]error, len(parts))
+		var wg sync.WaitGroup
+		for i, part := range parts {
+			wg.Add(1)
+			go func() { defer wg.Done(); errs[i] = f.write(part) }()
+		}
+		wg.Wait()
+		// Drop what was written; keep what failed at the front, in order.
+		var failed []finishItem
+		for i, part := range parts {
+			if errs[i] != nil {
+				failed = append(failed, part...)
+			}
+		}
+		f.mu.Lock()
+		f.items = append(failed, f.items[n:]...)
+		f.mu.Unlock()
+		if len(failed) < n {
+			f.after()
+		}
+		if err := errors.Join(errs...); err != nil {
+			f.cfg.Logger.Warn("recording task outcomes failed; will retry", "tasks", len(failed), "error", err)
 			if final && backoff > 5*time.Second {
-				f.cfg.Logger.Error("giving up recording outcomes at shutdown; the tasks will be rescued when the lease expires", "tasks", n)
+				f.cfg.Logger.Error("giving up recording outcomes at shutdown; the tasks will be rescued when the lease expires", "tasks", len(failed))
 				return
 			}
 			time.Sleep(backoff)
 			backoff = min(backoff*2, 5*time.Second)
-			continue
 		}
-		f.mu.Lock()
-		f.items = f.items[n:]
-		f.mu.Unlock()
-		f.after()
 	}
 }
 
@@ -523,9 +594,23 @@ func (f *finisher) write(batch []finishItem) error {
 	defer cancel()
 	applied := map[int64]bool{}
 	for epoch, outs := range byEpoch {
-		ids, err := f.cfg.Store.Finish(ctx, f.cfg.DB, f.cfg.Node.ID(), epoch, outs)
+		var hand store.Handover
+		if f.handover != nil {
+			finished := 0
+			for _, o := range outs {
+				if o.Outcome == store.OutcomeCompleted || o.Outcome == store.OutcomeDead {
+					finished++
+				}
+			}
+			hand = f.handover(epoch, finished)
+		}
+		ids, next, err := f.cfg.Store.Finish(ctx, f.cfg.DB, f.cfg.Node.ID(), epoch, outs, hand)
 		if err != nil {
 			return err
+		}
+		f.handedShare.Store(int32(100 * len(next) / len(outs)))
+		if len(next) > 0 {
+			f.handedOver(epoch, next)
 		}
 		for _, id := range ids {
 			applied[id] = true

@@ -27,6 +27,25 @@
 // A transactional handler records its own completion inside its transaction
 // instead.
 //
+// # Handing over
+//
+// When a finished task's ordering_id has a next task that is due, the
+// finish statement that promotes it to head starts it on this node right
+// away, as a claim would (running, attempt counted, this node's epoch), and
+// returns it; the loop runs it like a claimed task. The successor would
+// otherwise sit idle until the node's next claim found it, and the claim's
+// index scan and update cost as much as the promotion itself. At most one
+// per task finished in the batch is handed over, only in partitions the
+// node serves, only under a live lease, and at most 16 in a row per
+// ordering_id (then the next waits for a claim, which takes the
+// longest-waiting heads first, so ordering_ids queued behind long chains
+// get their turn). A node may so hold up to one batch more than
+// Concurrency plus Prefetch for a moment; the loop claims nothing until
+// it is back under. When most outcomes hand over, the finish statement is
+// where the node's claiming happens and one at a time bounds the node, so
+// each batch is split over two statements at once (their ordering_ids are
+// disjoint: one outcome per ordering_id is pending at a time).
+//
 // # Stopping
 //
 // When Run's context ends the loop claims nothing more, gives back the

@@ -64,14 +64,30 @@ type Outcome struct {
 	Error      string
 }
 
+// Handover lets a finish start the due successors of the tasks it
+// finishes on the finishing node itself, instead of leaving each to a
+// claim (see pgsched.promote_heads). The zero value hands nothing over.
+type Handover struct {
+	// Max is the most successors handed over by one call.
+	Max int
+	// Partitions are the partitions the node may take tasks from.
+	Partitions []int32
+	// Limit stops handing over within an ordering_id after this many in a
+	// row, so a long chain goes through a claim and other ordering_ids get
+	// their turn.
+	Limit int
+}
+
 // Finish records outcomes in one statement. Only tasks still held by (node,
-// epoch) change; it returns the ids that did.
-func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, outs []Outcome) ([]int64, error) {
+// epoch) change; it returns the ids that did, and the successors handed over
+// to (node, epoch) as running (see Handover), as claimed tasks.
+func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, outs []Outcome, hand Handover) ([]int64, []Claimed, error) {
 	n := len(outs)
 	arg := dbgen.TaskFinishParams{
 		NodeID: node, Epoch: epoch,
 		PartitionIds: make([]int32, n), OrderingIds: make([]string, n), TaskIds: make([]int64, n),
 		Outcomes: make([]string, n), RetryDelays: make([]float64, n), Errors: make([]string, n),
+		ChainMax: int32(hand.Max), ChainPartitions: hand.Partitions, ChainLimit: int32(hand.Limit),
 	}
 	for i, o := range outs {
 		arg.PartitionIds[i] = int32(o.Partition)
@@ -81,7 +97,27 @@ func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, o
 		arg.RetryDelays[i] = o.RetryIn.Seconds()
 		arg.Errors[i] = o.Error
 	}
-	return s.q.TaskFinish(ctx, s.db(db), arg)
+	rows, err := s.q.TaskFinish(ctx, s.db(db), arg)
+	if err != nil {
+		return nil, nil, err
+	}
+	var applied []int64
+	var chained []Claimed
+	for _, r := range rows {
+		if r.Applied != nil {
+			applied = r.Applied
+			continue
+		}
+		if !r.ID.Valid {
+			continue
+		}
+		chained = append(chained, Claimed{
+			Partition: int(r.PartitionID.Int32), ID: r.ID.Int64, OrderingID: r.OrderingID.String, ScheduledAt: *r.ScheduledAt,
+			UniquenessKey: r.UniquenessKey.String, Kind: r.Kind.String, Payload: r.Payload, Attempt: int(r.Attempt.Int32),
+			RunAt: *r.RunAt, ClaimedAt: *r.ClaimedAt,
+		})
+	}
+	return applied, chained, nil
 }
 
 // RescueExpired gives the running tasks of nodes with expired leases back to

@@ -1,0 +1,120 @@
+package pgsched_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/store"
+)
+
+// TestFinishHandsOver pins the handover contract of finish_tasks: a
+// finished task's due successor starts on the finishing node as if
+// claimed (running, attempt counted, node and epoch set), only within the
+// given room and partitions and under a live term, and a run of handovers
+// within one ordering_id stops at the limit, so its next task waits for a
+// claim like everyone else's.
+func TestFinishHandsOver(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	set, err := b.store.Settings(ctx, b.db.Pool)
+	require.NoError(t, err)
+	all := make([]int32, set.PartitionCount)
+	for i := range all {
+		all[i] = int32(i)
+	}
+	other := []int32{int32((pgsched.Partition("chain", set.PartitionCount) + 1) % set.PartitionCount)}
+
+	now := time.Now()
+	var tasks []pgsched.Task
+	for i := range 8 {
+		tasks = append(tasks, pgsched.Task{OrderingID: "chain", ScheduledAt: now.Add(time.Duration(i) * time.Millisecond), UniquenessKey: fmt.Sprint(i)})
+	}
+	tasks = append(tasks,
+		pgsched.Task{OrderingID: "future", ScheduledAt: now},
+		pgsched.Task{OrderingID: "future", ScheduledAt: now.Add(time.Hour)})
+	_, err = b.client.ScheduleMany(ctx, tasks)
+	require.NoError(t, err)
+
+	var epoch int64
+	finish := func(c store.Claimed, hand store.Handover) (applied []int64, next []store.Claimed) {
+		t.Helper()
+		applied, next, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+		}}, hand)
+		require.NoError(t, err)
+		return applied, next
+	}
+	type head struct {
+		Key     string
+		Running bool
+		Node    *string
+		Epoch   *int64
+		Attempt int
+		Chain   int
+	}
+	headOf := func(o string) head {
+		t.Helper()
+		var h head
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT uniqueness_key, running, node_id, epoch, attempt, chain FROM "+
+			b.db.Schema+".heads WHERE ordering_id = $1", o).Scan(&h.Key, &h.Running, &h.Node, &h.Epoch, &h.Attempt, &h.Chain))
+		return h
+	}
+	idle := func(o, key string) {
+		t.Helper()
+		require.Equal(t, head{Key: key}, headOf(o), "%s's task %q waits idle for a claim", o, key)
+	}
+	hand := store.Handover{Max: 1, Partitions: all, Limit: 3}
+
+	// Task 0 is claimed; 1, 2 and 3 are handed over, each the next in
+	// order and left running for this node as a claim would leave it.
+	c, e := claimTask(t, b, "chain")
+	epoch = e
+	for i := 1; i <= 3; i++ {
+		applied, next := finish(c, hand)
+		require.Equal(t, []int64{c.ID}, applied)
+		require.Len(t, next, 1, "task %d handed over", i)
+		c = next[0]
+		require.Equal(t, fmt.Sprint(i), c.UniquenessKey)
+		require.Equal(t, 1, c.Attempt)
+		node := "test-chain"
+		require.Equal(t, head{Key: fmt.Sprint(i), Running: true, Node: &node, Epoch: &epoch, Attempt: 1, Chain: i}, headOf("chain"))
+	}
+	// The limit: task 4 waits for a claim, which starts a new run.
+	applied, next := finish(c, hand)
+	require.Equal(t, []int64{c.ID}, applied)
+	require.Empty(t, next, "a run of handovers stops at the limit")
+	idle("chain", "4")
+	c, epoch = claimTask(t, b, "chain")
+	require.Equal(t, "4", c.UniquenessKey)
+	_, next = finish(c, hand)
+	require.Len(t, next, 1, "a claimed task hands over again")
+	c = next[0]
+
+	// No room: task 6 waits.
+	_, next = finish(c, store.Handover{Partitions: all, Limit: 3})
+	require.Empty(t, next)
+	idle("chain", "6")
+	// Not a partition the node may take from: task 7 waits.
+	c, epoch = claimTask(t, b, "chain")
+	_, next = finish(c, store.Handover{Max: 1, Partitions: other, Limit: 3})
+	require.Empty(t, next)
+	idle("chain", "7")
+	// A stale term changes nothing and hands nothing over.
+	c, epoch = claimTask(t, b, "chain")
+	epoch--
+	applied, next = finish(c, hand)
+	require.Empty(t, applied)
+	require.Empty(t, next)
+
+	// Not due yet: the successor waits for its time.
+	c, epoch = claimTask(t, b, "future")
+	_, next = finish(c, hand)
+	require.Empty(t, next)
+	idle("future", "")
+}
