@@ -152,8 +152,10 @@ func New(cfg Config) (*Dispatcher, error) {
 	d := &Dispatcher{cfg: cfg, lanes: ordering.New(), kick: make(chan struct{}, 1), slots: make(chan struct{}, cfg.Concurrency)}
 	d.stopping, d.stopFn = context.WithCancel(context.Background())
 	d.abort, d.abortFn = context.WithCancel(context.Background())
-	d.finish = newFinisher(cfg, d.outcomesWritten)
-	d.finish.handover, d.finish.handedOver = d.handover, d.startHandedOver
+	d.finish = &finisher{
+		cfg: cfg, after: d.outcomesWritten, handover: d.handover, handedOver: d.startHandedOver,
+		signal: make(chan struct{}, 1), closed: make(chan struct{}),
+	}
 	return d, nil
 }
 
@@ -496,10 +498,6 @@ type finishItem struct {
 // minSplit is the smallest half worth its own finish statement.
 const minSplit = 50
 
-func newFinisher(cfg Config, after func()) *finisher {
-	return &finisher{cfg: cfg, after: after, signal: make(chan struct{}, 1), closed: make(chan struct{})}
-}
-
 func (f *finisher) add(job *Job, res Result, ran time.Duration) {
 	f.mu.Lock()
 	f.items = append(f.items, finishItem{job: job, res: res, ran: ran})
@@ -594,17 +592,13 @@ func (f *finisher) write(batch []finishItem) error {
 	defer cancel()
 	applied := map[int64]bool{}
 	for epoch, outs := range byEpoch {
-		var hand store.Handover
-		if f.handover != nil {
-			finished := 0
-			for _, o := range outs {
-				if o.Outcome == store.OutcomeCompleted || o.Outcome == store.OutcomeDead {
-					finished++
-				}
+		finished := 0
+		for _, o := range outs {
+			if o.Outcome == store.OutcomeCompleted || o.Outcome == store.OutcomeDead {
+				finished++
 			}
-			hand = f.handover(epoch, finished)
 		}
-		ids, next, err := f.cfg.Store.Finish(ctx, f.cfg.DB, f.cfg.Node.ID(), epoch, outs, hand)
+		ids, next, err := f.cfg.Store.Finish(ctx, f.cfg.DB, f.cfg.Node.ID(), epoch, outs, f.handover(epoch, finished))
 		if err != nil {
 			return err
 		}
