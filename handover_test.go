@@ -118,3 +118,68 @@ func TestFinishHandsOver(t *testing.T) {
 	require.Empty(t, next)
 	idle("future", "")
 }
+
+// TestHandedOverTaskGivenBack: a handed-over task is running but outside
+// the claim index (heads_due covers chain = 0 only); given back by a
+// retry, a release or a rescue of its dead node it must be claimable
+// again, or it would be lost to every claim.
+func TestHandedOverTaskGivenBack(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	set, err := b.store.Settings(ctx, b.db.Pool)
+	require.NoError(t, err)
+	all := make([]int32, set.PartitionCount)
+	for i := range all {
+		all[i] = int32(i)
+	}
+	now := time.Now()
+	var tasks []pgsched.Task
+	for i := range 4 {
+		tasks = append(tasks, pgsched.Task{OrderingID: "back", ScheduledAt: now.Add(time.Duration(i) * time.Millisecond), UniquenessKey: fmt.Sprint(i)})
+	}
+	_, err = b.client.ScheduleMany(ctx, tasks)
+	require.NoError(t, err)
+
+	// handOver finishes c, whose successor want is handed over to the same node.
+	handOver := func(c store.Claimed, epoch int64, want string) store.Claimed {
+		t.Helper()
+		_, next, err := b.store.Finish(ctx, b.db.Pool, "test-back", epoch, []store.Outcome{{
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+		}}, store.Handover{Max: 1, Partitions: all, Limit: 16})
+		require.NoError(t, err)
+		require.Len(t, next, 1)
+		require.Equal(t, want, next[0].UniquenessKey)
+		return next[0]
+	}
+	giveBack := func(c store.Claimed, epoch int64, outcome string) {
+		t.Helper()
+		applied, next, err := b.store.Finish(ctx, b.db.Pool, "test-back", epoch, []store.Outcome{{
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: outcome,
+		}}, store.Handover{Max: 1, Partitions: all, Limit: 16})
+		require.NoError(t, err)
+		require.Equal(t, []int64{c.ID}, applied)
+		require.Empty(t, next)
+	}
+	claim := func(want string, attempt int) (store.Claimed, int64) {
+		t.Helper()
+		c, epoch := claimTask(t, b, "back")
+		require.Equal(t, want, c.UniquenessKey)
+		require.Equal(t, attempt, c.Attempt)
+		return c, epoch
+	}
+
+	c, epoch := claim("0", 1)
+	giveBack(handOver(c, epoch, "1"), epoch, store.OutcomeRetry) // RetryIn 0: due again at once
+	c, epoch = claim("1", 2)
+	giveBack(handOver(c, epoch, "2"), epoch, store.OutcomeRelease)
+	c, epoch = claim("2", 1)
+	handOver(c, epoch, "3")
+	// Task 3's node's lease lapses; a rescue gives it back.
+	_, err = b.db.Pool.Exec(ctx, "UPDATE "+b.db.Schema+".nodes SET lease_expires_at = now() - interval '1 second' WHERE node_id = 'test-back'")
+	require.NoError(t, err)
+	n, err := b.store.RescueExpired(ctx, b.db.Pool, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	claim("3", 2)
+}

@@ -41,7 +41,7 @@ SELECT min(h.run_at) AS oldest_due_at,
        coalesce(now() - min(h.run_at), interval '0') AS lateness,
        count(*) AS due_queues
 FROM pgsched.heads h
-WHERE NOT h.running AND h.run_at <= now();
+WHERE h.chain = 0 AND NOT h.running AND h.run_at <= now(); -- chain = 0: heads_due (idle heads have chain 0)
 
 -- +goose Down
 DROP VIEW pgsched.lateness, pgsched.dead, pgsched.running, pgsched.pending;

@@ -29,32 +29,30 @@ FROM pgsched.claim_due_many(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sq
                             sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8) AS c;
 
 -- TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
--- first row carries the ids that changed; each further row is a successor
--- handed straight to the node as running, shaped like a claimed task.
+-- row marked summary carries the ids that changed (applied); each other
+-- row is a successor handed straight to the node as running, shaped like a
+-- claimed task. The summary row's task columns are placeholders, so that
+-- every column scans into a plain Go value.
 -- name: TaskFinish :many
-WITH f AS (
-    SELECT r.applied, r.chained FROM pgsched.finish_tasks(
-        sqlc.arg(node_id)::text,
-        sqlc.arg(epoch)::bigint,
-        sqlc.arg(partition_ids)::integer[],
-        sqlc.arg(ordering_ids)::text[],
-        sqlc.arg(task_ids)::bigint[],
-        sqlc.arg(outcomes)::text[],
-        sqlc.arg(retry_delays)::float8[],
-        sqlc.arg(errors)::text[],
-        sqlc.arg(chain_max)::integer,
-        sqlc.arg(chain_partitions)::integer[],
-        sqlc.arg(chain_limit)::integer
-    ) AS r(applied, chained)
-)
-SELECT f.applied::bigint[] AS applied, NULL::integer AS partition_id, NULL::bigint AS id, NULL::text AS ordering_id,
-       NULL::timestamptz AS scheduled_at, NULL::text AS uniqueness_key, NULL::text AS kind, NULL::jsonb AS payload,
-       NULL::integer AS attempt, NULL::timestamptz AS run_at, NULL::timestamptz AS claimed_at
-FROM f
-UNION ALL
-SELECT NULL, c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at
-FROM f CROSS JOIN LATERAL unnest(f.chained) AS c;
+SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::bigint[] AS applied,
+       coalesce(r.partition_id, 0)::integer AS partition_id, coalesce(r.id, 0)::bigint AS id,
+       coalesce(r.ordering_id, '')::text AS ordering_id, coalesce(r.scheduled_at, 'epoch')::timestamptz AS scheduled_at,
+       coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
+       coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
+       coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at
+FROM pgsched.finish_tasks(
+    sqlc.arg(node_id)::text,
+    sqlc.arg(epoch)::bigint,
+    sqlc.arg(partition_ids)::integer[],
+    sqlc.arg(ordering_ids)::text[],
+    sqlc.arg(task_ids)::bigint[],
+    sqlc.arg(outcomes)::text[],
+    sqlc.arg(retry_delays)::float8[],
+    sqlc.arg(errors)::text[],
+    sqlc.arg(chain_max)::integer,
+    sqlc.arg(chain_partitions)::integer[],
+    sqlc.arg(chain_limit)::integer
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at);
 
 -- name: TaskRescueExpired :one
 SELECT pgsched.rescue_expired(sqlc.narg(nodes)::text[], sqlc.arg(orphans)::boolean)::integer AS rescued;
@@ -67,7 +65,7 @@ SELECT n.partition_id::integer AS partition_id, extract(epoch FROM n.next_at - n
 FROM (
     SELECT p.partition_id,
            (SELECT min(h.run_at) FROM pgsched.heads h
-            WHERE h.partition_id = p.partition_id AND NOT h.running) AS next_at
+            WHERE h.partition_id = p.partition_id AND h.chain = 0 AND NOT h.running) AS next_at
     FROM unnest(sqlc.arg(partition_ids)::integer[]) AS p(partition_id)
 ) n
 WHERE n.next_at IS NOT NULL;

@@ -8,8 +8,6 @@ package dbgen
 import (
 	"context"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const completionEnsurePartitions = `-- name: CompletionEnsurePartitions :one
@@ -28,7 +26,7 @@ SELECT n.partition_id::integer AS partition_id, extract(epoch FROM n.next_at - n
 FROM (
     SELECT p.partition_id,
            (SELECT min(h.run_at) FROM pgsched.heads h
-            WHERE h.partition_id = p.partition_id AND NOT h.running) AS next_at
+            WHERE h.partition_id = p.partition_id AND h.chain = 0 AND NOT h.running) AS next_at
     FROM unnest($1::integer[]) AS p(partition_id)
 ) n
 WHERE n.next_at IS NOT NULL
@@ -185,29 +183,25 @@ func (q *Queries) TaskCountPending(ctx context.Context, db DBTX) (int64, error) 
 }
 
 const taskFinish = `-- name: TaskFinish :many
-WITH f AS (
-    SELECT r.applied, r.chained FROM pgsched.finish_tasks(
-        $1::text,
-        $2::bigint,
-        $3::integer[],
-        $4::text[],
-        $5::bigint[],
-        $6::text[],
-        $7::float8[],
-        $8::text[],
-        $9::integer,
-        $10::integer[],
-        $11::integer
-    ) AS r(applied, chained)
-)
-SELECT f.applied::bigint[] AS applied, NULL::integer AS partition_id, NULL::bigint AS id, NULL::text AS ordering_id,
-       NULL::timestamptz AS scheduled_at, NULL::text AS uniqueness_key, NULL::text AS kind, NULL::jsonb AS payload,
-       NULL::integer AS attempt, NULL::timestamptz AS run_at, NULL::timestamptz AS claimed_at
-FROM f
-UNION ALL
-SELECT NULL, c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at
-FROM f CROSS JOIN LATERAL unnest(f.chained) AS c
+SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::bigint[] AS applied,
+       coalesce(r.partition_id, 0)::integer AS partition_id, coalesce(r.id, 0)::bigint AS id,
+       coalesce(r.ordering_id, '')::text AS ordering_id, coalesce(r.scheduled_at, 'epoch')::timestamptz AS scheduled_at,
+       coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
+       coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
+       coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at
+FROM pgsched.finish_tasks(
+    $1::text,
+    $2::bigint,
+    $3::integer[],
+    $4::text[],
+    $5::bigint[],
+    $6::text[],
+    $7::float8[],
+    $8::text[],
+    $9::integer,
+    $10::integer[],
+    $11::integer
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at)
 `
 
 type TaskFinishParams struct {
@@ -225,22 +219,25 @@ type TaskFinishParams struct {
 }
 
 type TaskFinishRow struct {
+	Summary       bool
 	Applied       []int64
-	PartitionID   pgtype.Int4
-	ID            pgtype.Int8
-	OrderingID    pgtype.Text
-	ScheduledAt   *time.Time
-	UniquenessKey pgtype.Text
-	Kind          pgtype.Text
+	PartitionID   int32
+	ID            int64
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Kind          string
 	Payload       []byte
-	Attempt       pgtype.Int4
-	RunAt         *time.Time
-	ClaimedAt     *time.Time
+	Attempt       int32
+	RunAt         time.Time
+	ClaimedAt     time.Time
 }
 
 // TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
-// first row carries the ids that changed; each further row is a successor
-// handed straight to the node as running, shaped like a claimed task.
+// row marked summary carries the ids that changed (applied); each other
+// row is a successor handed straight to the node as running, shaped like a
+// claimed task. The summary row's task columns are placeholders, so that
+// every column scans into a plain Go value.
 func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams) ([]TaskFinishRow, error) {
 	rows, err := db.Query(ctx, taskFinish,
 		arg.NodeID,
@@ -263,6 +260,7 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams)
 	for rows.Next() {
 		var i TaskFinishRow
 		if err := rows.Scan(
+			&i.Summary,
 			&i.Applied,
 			&i.PartitionID,
 			&i.ID,

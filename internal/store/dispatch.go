@@ -37,13 +37,20 @@ func (s *Store) Claim(ctx context.Context, db DBTX, node string, epoch int64, pa
 	}
 	out := make([]Claimed, len(rows))
 	for i, r := range rows {
-		out[i] = Claimed{
-			Partition: int(r.PartitionID), ID: r.ID, OrderingID: r.OrderingID, ScheduledAt: r.ScheduledAt,
-			UniquenessKey: r.UniquenessKey, Kind: r.Kind, Payload: r.Payload, Attempt: int(r.Attempt),
-			RunAt: r.RunAt, ClaimedAt: r.ClaimedAt,
-		}
+		out[i] = claimed(r.PartitionID, r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind,
+			r.Payload, r.Attempt, r.RunAt, r.ClaimedAt)
 	}
 	return out, nil
+}
+
+// claimed builds a Claimed from the columns a claim and a handover return.
+func claimed(partition int32, id int64, orderingID string, scheduledAt time.Time, uniquenessKey, kind string,
+	payload []byte, attempt int32, runAt, claimedAt time.Time) Claimed {
+	return Claimed{
+		Partition: int(partition), ID: id, OrderingID: orderingID, ScheduledAt: scheduledAt,
+		UniquenessKey: uniquenessKey, Kind: kind, Payload: payload, Attempt: int(attempt),
+		RunAt: runAt, ClaimedAt: claimedAt,
+	}
 }
 
 // Outcome words understood by Finish.
@@ -102,20 +109,14 @@ func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, o
 		return nil, nil, err
 	}
 	var applied []int64
-	var chained []Claimed
+	chained := make([]Claimed, 0, len(rows))
 	for _, r := range rows {
-		if r.Applied != nil {
+		if r.Summary {
 			applied = r.Applied
 			continue
 		}
-		if !r.ID.Valid {
-			continue
-		}
-		chained = append(chained, Claimed{
-			Partition: int(r.PartitionID.Int32), ID: r.ID.Int64, OrderingID: r.OrderingID.String, ScheduledAt: *r.ScheduledAt,
-			UniquenessKey: r.UniquenessKey.String, Kind: r.Kind.String, Payload: r.Payload, Attempt: int(r.Attempt.Int32),
-			RunAt: *r.RunAt, ClaimedAt: *r.ClaimedAt,
-		})
+		chained = append(chained, claimed(r.PartitionID, r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind,
+			r.Payload, r.Attempt, r.RunAt, r.ClaimedAt))
 	}
 	return applied, chained, nil
 }
