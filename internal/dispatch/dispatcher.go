@@ -495,8 +495,9 @@ type finishItem struct {
 	ran time.Duration
 }
 
-// minSplit is the smallest half worth its own finish statement.
-const minSplit = 50
+// minSecond is the smallest batch worth a second finish statement while
+// one is in flight.
+const minSecond = 50
 
 func (f *finisher) add(job *Job, res Result, ran time.Duration) {
 	f.mu.Lock()
@@ -510,74 +511,113 @@ func (f *finisher) add(job *Job, res Result, ran time.Duration) {
 
 func (f *finisher) close() { f.once.Do(func() { close(f.closed) }) }
 
+func (f *finisher) pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.items)
+}
+
+// take removes up to n outcomes from the front of the queue.
+func (f *finisher) take(n int) []finishItem {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n = min(n, len(f.items))
+	batch := append([]finishItem(nil), f.items[:n]...)
+	f.items = f.items[n:]
+	return batch
+}
+
+// run writes queued outcomes until closed, then flushes them. Usually one
+// statement at a time: outcomes that arrive meanwhile gather for the next.
+// While most outcomes hand a successor over (handedShare), the finish
+// statements do the node's claiming too and one at a time bounds the
+// node, so two run at once: a batch is split over two, and each half's
+// successors, once run, make up that pipeline's next batch as soon as its
+// statement is back, without waiting for the other. Only one outcome per
+// ordering_id is ever queued or being written (its next task starts only
+// after that write commits), so concurrent statements lock disjoint heads.
 func (f *finisher) run() {
+	ended := make(chan error, 2)
+	writing := 0
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	waiting := false // timer armed: a batch gathers, or a failed write's backoff runs
+	backoff := 10 * time.Millisecond
+	closing, closed := false, f.closed
+	start := func(batch []finishItem) {
+		writing++
+		go func() { ended <- f.writeBatch(batch) }()
+	}
 	for {
+		now := false // write what is queued without gathering first
 		select {
 		case <-f.signal:
-		case <-f.closed:
-			f.flushAll(true)
-			return
+		case err := <-ended:
+			writing--
+			if err == nil {
+				backoff = 10 * time.Millisecond
+				now = true // what queued during the write has gathered
+				break
+			}
+			if closing && backoff >= 5*time.Second {
+				f.cfg.Logger.Error("giving up recording outcomes at shutdown; the tasks will be rescued when the lease expires",
+					"tasks", f.pending())
+				for ; writing > 0; writing-- {
+					<-ended
+				}
+				return
+			}
+			timer.Reset(backoff)
+			waiting = true
+			backoff = min(backoff*2, 5*time.Second)
+		case <-timer.C:
+			waiting, now = false, true
+		case <-closed:
+			closing, closed = true, nil
 		}
-		// Let a batch gather.
-		t := time.NewTimer(f.cfg.FinishDelay)
-		select {
-		case <-t.C:
-		case <-f.closed:
+		pending := f.pending()
+		if pending == 0 {
+			if closing && writing == 0 {
+				return
+			}
+			continue
 		}
-		t.Stop()
-		f.flushAll(false)
+		limit := 1
+		if f.handedShare.Load() >= 50 {
+			limit = 2
+		}
+		if waiting || writing >= limit {
+			continue
+		}
+		if !now && !closing {
+			// Let a batch gather.
+			timer.Reset(f.cfg.FinishDelay)
+			waiting = true
+			continue
+		}
+		switch {
+		case writing == 0 && limit == 2 && min(pending, f.cfg.FinishBatch) >= 2*minSecond:
+			n := min(pending, f.cfg.FinishBatch)
+			start(f.take(n / 2))
+			start(f.take(n - n/2))
+		case writing == 0 || pending >= minSecond || closing:
+			start(f.take(f.cfg.FinishBatch))
+		}
 	}
 }
 
-func (f *finisher) flushAll(final bool) {
-	backoff := 10 * time.Millisecond
-	for {
+// writeBatch writes one batch; on failure its outcomes go back to the front
+// of the queue for the next try.
+func (f *finisher) writeBatch(batch []finishItem) error {
+	if err := f.write(batch); err != nil {
 		f.mu.Lock()
-		n := min(len(f.items), f.cfg.FinishBatch)
-		batch := append([]finishItem(nil), f.items[:n]...)
+		f.items = append(batch, f.items...)
 		f.mu.Unlock()
-		if n == 0 {
-			return
-		}
-		parts := [][]finishItem{batch}
-		if half := n / 2; half >= minSplit && f.handedShare.Load() >= 50 {
-			// Most outcomes hand a successor over, so the finish statement
-			// does the claiming too and one at a time bounds the node; two
-			// halves at once use the CPU the claims no longer take. Only
-			// one outcome per ordering_id is ever pending, so the two
-			// statements lock disjoint heads.
-			parts = [][]finishItem{batch[:half], batch[half:]}
-		}
-		errs := make([]error, len(parts))
-		var wg sync.WaitGroup
-		for i, part := range parts {
-			wg.Add(1)
-			go func() { defer wg.Done(); errs[i] = f.write(part) }()
-		}
-		wg.Wait()
-		// Drop what was written; keep what failed at the front, in order.
-		var failed []finishItem
-		for i, part := range parts {
-			if errs[i] != nil {
-				failed = append(failed, part...)
-			}
-		}
-		f.mu.Lock()
-		f.items = append(failed, f.items[n:]...)
-		f.mu.Unlock()
-		if len(failed) < n {
-			f.after()
-		}
-		if err := errors.Join(errs...); err != nil {
-			f.cfg.Logger.Warn("recording task outcomes failed; will retry", "tasks", len(failed), "error", err)
-			if final && backoff > 5*time.Second {
-				f.cfg.Logger.Error("giving up recording outcomes at shutdown; the tasks will be rescued when the lease expires", "tasks", len(failed))
-				return
-			}
-			time.Sleep(backoff)
-			backoff = min(backoff*2, 5*time.Second)
-		}
+		f.cfg.Logger.Warn("recording task outcomes failed; will retry", "tasks", len(batch), "error", err)
+		return err
 	}
+	f.after()
+	return nil
 }
 
 func (f *finisher) write(batch []finishItem) error {

@@ -22,8 +22,9 @@
 //
 // # Finishing
 //
-// Handler outcomes (completed, retry, dead) are queued and written by one
-// goroutine in batches, one statement per batch, fenced by the node's epoch.
+// Handler outcomes (completed, retry, dead) are queued and written in
+// batches, one statement per batch, fenced by the node's epoch; outcomes
+// that arrive while a statement runs gather for the next.
 // A transactional handler records its own completion inside its transaction
 // instead.
 //
@@ -43,8 +44,11 @@
 // Concurrency plus Prefetch for a moment; the loop claims nothing until
 // it is back under. When most outcomes hand over, the finish statement is
 // where the node's claiming happens and one at a time bounds the node, so
-// each batch is split over two statements at once (their ordering_ids are
-// disjoint: one outcome per ordering_id is pending at a time).
+// two run at once, as two pipelines: a batch is split over both, and each
+// half's successors, once run, go out in that pipeline's next statement
+// as soon as it is back, without waiting for the other (their
+// ordering_ids are disjoint: one outcome per ordering_id is pending at a
+// time).
 //
 // # Stopping
 //
