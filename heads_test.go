@@ -515,17 +515,26 @@ func (r *propRun) opFinish() {
 	if stale {
 		epoch--
 	}
-	r.note("finish (stale %v) [%s]", stale, strings.Join(desc, ", "))
+	// Half the finishes may hand due successors over to the node, as a
+	// worker's do, within a random room and run limit.
+	var hand store.Handover
+	if r.rng.IntN(2) == 0 {
+		hand = store.Handover{Max: 1 + r.rng.IntN(len(outs)), Partitions: r.parts, Limit: 1 + r.rng.IntN(4)}
+	}
+	r.note("finish (stale %v, hand over %d, run limit %d) [%s]", stale, hand.Max, hand.Limit, strings.Join(desc, ", "))
 	t0 := r.dbNow()
-	applied, _, err := r.b.store.Finish(r.ctx, r.b.db.Pool, r.node, epoch, outs, store.Handover{})
+	applied, next, err := r.b.store.Finish(r.ctx, r.b.db.Pool, r.node, epoch, outs, hand)
 	r.must(err, "finish")
 	t1 := r.dbNow()
 	if stale {
-		if len(applied) != 0 {
-			r.fail("finish with a stale epoch changed %v", applied)
+		if len(applied) != 0 || len(next) != 0 {
+			r.fail("finish with a stale epoch changed %v and handed over %d", applied, len(next))
 		}
 		r.counts["finish/stale"]++
 		return
+	}
+	if len(next) > hand.Max {
+		r.fail("finish handed over %d tasks with room for %d", len(next), hand.Max)
 	}
 	slices.Sort(applied)
 	slices.Sort(want)
@@ -549,6 +558,41 @@ func (r *propRun) opFinish() {
 		case store.OutcomeRelease:
 			t.running = false
 			t.attempt = max(t.attempt-1, 0)
+		}
+	}
+	// Each handed-over task follows a task finished for good in this batch
+	// and is its ordering_id's earliest by (scheduled_at, id), due, and
+	// now running for the node, as if claimed.
+	finished := map[string]bool{}
+	for i, k := range running {
+		if outs[i].Outcome == store.OutcomeCompleted || outs[i].Outcome == store.OutcomeDead {
+			finished[k.o] = true
+		}
+	}
+	r.counts["handed over"] += len(next)
+	for _, c := range next {
+		k := propKey{o: c.OrderingID, at: c.ScheduledAt.UnixMicro(), uk: c.UniquenessKey}
+		r.note("  handed over %s id %d", k, c.ID)
+		if !finished[c.OrderingID] {
+			r.fail("handed over %s id %d, but no task of %s finished in the batch", k, c.ID, c.OrderingID)
+		}
+		delete(finished, c.OrderingID)
+		t := r.pending[k]
+		if t == nil || t.running {
+			r.fail("handed over %s id %d, which the model does not have idle", k, c.ID)
+		}
+		for ok, ot := range r.pending {
+			if ok.o == k.o && ok != k && (ok.at < k.at || (ok.at == k.at && ot.id < c.ID)) {
+				r.fail("handed over %s id %d, but %s id %d of the same ordering_id comes first", k, c.ID, ok, ot.id)
+			}
+		}
+		if c.RunAt.UnixMicro() > t1 {
+			r.fail("handed over %s whose run_at %s is not due", k, propTime(c.RunAt.UnixMicro()))
+		}
+		t.running = true
+		t.attempt++
+		if c.Attempt != t.attempt {
+			r.fail("handed over %s at attempt %d, want %d", k, c.Attempt, t.attempt)
 		}
 	}
 }
