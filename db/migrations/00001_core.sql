@@ -407,24 +407,26 @@ BEGIN
         FROM unnest(partition_ids, ordering_ids, prev_chains) AS a(p, o, c)
         GROUP BY a.p, a.o COLLATE "C"
     ), pick AS (
-        SELECT k.p, k.c, coalesce(t.tid, f.tids[1]) AS tid, cardinality(f.tids) > 1 AS more
+        SELECT k.p, k.c, coalesce(t.tid, f.tid) AS tid, f.next_sa IS NOT NULL AS more
         FROM k
         CROSS JOIN LATERAL (
-            SELECT array_agg(x.tid ORDER BY x.scheduled_at, x.uniqueness_key) AS tids,
-                   array_agg(x.scheduled_at ORDER BY x.scheduled_at, x.uniqueness_key) AS sas
+            -- The first by the backlog's key and the scheduled_at of the
+            -- second; lead() reads the scan's order, no sort. (Two
+            -- array_agg(... ORDER BY) here sorted two lists per key.)
+            SELECT x.tid, x.scheduled_at, lead(x.scheduled_at) OVER (ORDER BY x.scheduled_at, x.uniqueness_key) AS next_sa
             FROM (
                 SELECT b.ctid AS tid, b.scheduled_at, b.uniqueness_key FROM pgsched.backlog b
                 WHERE b.partition_id = k.p AND b.ordering_id = k.o
                 ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 2
             ) x
+            LIMIT 1
         ) f
         LEFT JOIN LATERAL (
             SELECT b.ctid AS tid FROM pgsched.backlog b
-            WHERE f.sas[2] = f.sas[1]
-              AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.sas[1]
+            WHERE f.next_sa = f.scheduled_at
+              AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.scheduled_at
             ORDER BY b.id LIMIT 1
         ) t ON true
-        WHERE f.tids IS NOT NULL
     ), moved AS (
         DELETE FROM pgsched.backlog b USING pick
         WHERE b.partition_id = pick.p AND b.ctid = pick.tid
