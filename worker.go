@@ -225,8 +225,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		DrainTimeout: w.cfg.DrainTimeout,
 		Logger:       w.logger,
 		Hooks: dispatch.Hooks{
-			Claimed:  w.onClaimed,
-			Finished: w.onFinished,
+			Claimed:    w.onClaimed,
+			Finished:   w.onFinished,
+			Reconciled: func(n int) { w.metrics.Reconciled.Add(float64(n)) },
 		},
 	})
 	if err != nil {

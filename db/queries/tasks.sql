@@ -54,6 +54,15 @@ FROM pgsched.finish_tasks(
     sqlc.arg(chain_limit)::integer
 ) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at);
 
+-- TaskHeldBy lists the tasks the database says (node_id, epoch) runs. Running
+-- heads have no index (claims stay HOT updates), so this reads the heads
+-- table: a node asks only after a claim or finish statement failed in a way
+-- that leaves open whether it committed.
+-- name: TaskHeldBy :many
+SELECT h.partition_id, h.ordering_id::text AS ordering_id, h.id
+FROM pgsched.heads h
+WHERE h.node_id = sqlc.arg(node_id)::text AND h.epoch = sqlc.arg(epoch)::bigint;
+
 -- name: TaskRescueExpired :one
 SELECT pgsched.rescue_expired(sqlc.narg(nodes)::text[], sqlc.arg(orphans)::boolean)::integer AS rescued;
 

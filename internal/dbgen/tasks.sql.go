@@ -283,6 +283,47 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams)
 	return items, nil
 }
 
+const taskHeldBy = `-- name: TaskHeldBy :many
+SELECT h.partition_id, h.ordering_id::text AS ordering_id, h.id
+FROM pgsched.heads h
+WHERE h.node_id = $1::text AND h.epoch = $2::bigint
+`
+
+type TaskHeldByParams struct {
+	NodeID string
+	Epoch  int64
+}
+
+type TaskHeldByRow struct {
+	PartitionID int32
+	OrderingID  string
+	ID          int64
+}
+
+// TaskHeldBy lists the tasks the database says (node_id, epoch) runs. Running
+// heads have no index (claims stay HOT updates), so this reads the heads
+// table: a node asks only after a claim or finish statement failed in a way
+// that leaves open whether it committed.
+func (q *Queries) TaskHeldBy(ctx context.Context, db DBTX, arg TaskHeldByParams) ([]TaskHeldByRow, error) {
+	rows, err := db.Query(ctx, taskHeldBy, arg.NodeID, arg.Epoch)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TaskHeldByRow{}
+	for rows.Next() {
+		var i TaskHeldByRow
+		if err := rows.Scan(&i.PartitionID, &i.OrderingID, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskReschedule = `-- name: TaskReschedule :exec
 SELECT pgsched.reschedule(
     $1::text,

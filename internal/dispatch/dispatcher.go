@@ -56,6 +56,9 @@ type ExecFunc func(ctx context.Context, job *Job) Result
 type Hooks struct {
 	Claimed  func(job *Job)
 	Finished func(job *Job, res Result, ran time.Duration)
+	// Reconciled reports tasks given back because the database said this
+	// node ran them and the node did not know of them (see reconcile).
+	Reconciled func(n int)
 }
 
 // Config configures a Dispatcher.
@@ -91,8 +94,13 @@ type Config struct {
 	// DrainTimeout is how long a stop waits for running handlers before
 	// cancelling them. Defaults to 10s.
 	DrainTimeout time.Duration
-	Logger       *slog.Logger
-	Hooks        Hooks
+	// ReconcileDelay is how long after a claim or finish statement failed
+	// the node compares the tasks the database says it runs with those it
+	// knows of (see reconcile), giving the statement time to end on the
+	// server. Defaults to 2s.
+	ReconcileDelay time.Duration
+	Logger         *slog.Logger
+	Hooks          Hooks
 }
 
 // Dispatcher claims, runs and finishes tasks for one node.
@@ -115,7 +123,21 @@ type Dispatcher struct {
 
 	handlerMu  sync.Mutex
 	handlerCtx atomic.Pointer[termContext]
+
+	// known holds the ids of the tasks this node started and whose
+	// outcome is not yet settled; reconcile compares it with the database.
+	knownMu sync.Mutex
+	known   map[int64]struct{}
+	// failedAt is when a claim or finish statement last failed without
+	// saying whether it committed (unix nanoseconds; 0: never).
+	failedAt atomic.Int64
+	// writing is held shared by every outcome statement until the tasks
+	// it handed over are known, and exclusively by reconcile.
+	writing sync.RWMutex
 }
+
+// statementTimeout bounds a claim or finish statement on the client side.
+const statementTimeout = 30 * time.Second
 
 // New validates cfg and returns a Dispatcher.
 func New(cfg Config) (*Dispatcher, error) {
@@ -146,14 +168,19 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = 10 * time.Second
 	}
+	if cfg.ReconcileDelay <= 0 {
+		cfg.ReconcileDelay = 2 * time.Second
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Dispatcher{cfg: cfg, lanes: ordering.New(), kick: make(chan struct{}, 1), slots: make(chan struct{}, cfg.Concurrency)}
+	d := &Dispatcher{cfg: cfg, lanes: ordering.New(), kick: make(chan struct{}, 1), slots: make(chan struct{}, cfg.Concurrency),
+		known: map[int64]struct{}{}}
 	d.stopping, d.stopFn = context.WithCancel(context.Background())
 	d.abort, d.abortFn = context.WithCancel(context.Background())
 	d.finish = &finisher{
 		cfg: cfg, after: d.outcomesWritten, handover: d.handover, handedOver: d.startHandedOver,
+		settled: d.untrack, failed: d.statementFailed, writing: &d.writing,
 		signal: make(chan struct{}, 1), closed: make(chan struct{}),
 	}
 	return d, nil
@@ -248,6 +275,8 @@ func (d *Dispatcher) loop(ctx context.Context) {
 	stale := true
 	var recheckAt time.Time
 	var lastTerm *lease.Term
+	var failedSeen int64 // the failure the reconcile checks below are for
+	checks := 0          // reconcile checks done for it
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	backoff := 10 * time.Millisecond
@@ -316,11 +345,13 @@ func (d *Dispatcher) loop(ctx context.Context) {
 				// one commit (one WAL flush) whatever the spread of the work.
 				// Never cancel it half-way: the server may commit it while
 				// the client gives up, leaving tasks claimed that nobody runs.
-				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statementTimeout)
 				jobs, err := d.cfg.Store.Claim(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, claimFrom, free, d.cfg.ClaimAhead)
 				received := time.Now()
 				cancel()
 				if err != nil {
+					// It may have committed all the same (see reconcile).
+					d.statementFailed()
 					if ctx.Err() == nil {
 						d.cfg.Logger.Warn("claiming failed", "partitions", len(claimFrom), "error", err)
 					}
@@ -347,6 +378,30 @@ func (d *Dispatcher) loop(ctx context.Context) {
 				}
 			}
 		}
+		if at := d.failedAt.Load(); at != 0 {
+			if at != failedSeen {
+				failedSeen, checks = at, 0
+			}
+			if checks < 2 {
+				// Soon after the failure, and again once the statement has
+				// surely ended on the server (it may outlive the client's
+				// timeout by its own run time).
+				when := time.Unix(0, at).Add(d.cfg.ReconcileDelay)
+				if checks == 1 {
+					when = when.Add(statementTimeout)
+				}
+				if until := time.Until(when); until > 0 {
+					wait = min(wait, until)
+				} else if err := d.reconcile(ctx, term); err != nil {
+					if ctx.Err() == nil {
+						d.cfg.Logger.Warn("comparing running tasks with the database failed; will retry", "error", err)
+					}
+					wait = min(wait, backoff)
+				} else {
+					checks++
+				}
+			}
+		}
 		if !timer.Stop() {
 			select {
 			case <-timer.C:
@@ -365,6 +420,61 @@ func (d *Dispatcher) loop(ctx context.Context) {
 	}
 }
 
+// untrack forgets tasks whose outcome is settled.
+func (d *Dispatcher) untrack(ids []int64) {
+	d.knownMu.Lock()
+	for _, id := range ids {
+		delete(d.known, id)
+	}
+	d.knownMu.Unlock()
+}
+
+// statementFailed notes that a claim or finish statement failed: the
+// server may have committed it all the same (a connection lost, a timeout
+// racing the commit), leaving tasks running under this node's term that
+// the node never heard of.
+func (d *Dispatcher) statementFailed() { d.failedAt.Store(time.Now().UnixNano()) }
+
+// reconcile gives back the tasks the database says this node's term runs
+// but the node does not know of: those a claim or a finish handed over in
+// a statement whose response was lost after it committed. Nobody else
+// would ever run them while the lease lives. It runs in the claim loop, so
+// no claim is in flight, and holds off outcome statements while it reads,
+// so every task a finish handed over is known by then.
+func (d *Dispatcher) reconcile(ctx context.Context, term *lease.Term) error {
+	ctx, cancel := context.WithTimeout(ctx, statementTimeout)
+	defer cancel()
+	node := d.cfg.Node.ID()
+	d.writing.Lock()
+	held, err := d.cfg.Store.HeldBy(ctx, d.cfg.DB, node, term.Epoch)
+	var lost []store.Outcome
+	if err == nil {
+		d.knownMu.Lock()
+		for _, h := range held {
+			if _, ok := d.known[h.ID]; !ok {
+				lost = append(lost, store.Outcome{Partition: h.Partition, OrderingID: h.OrderingID, ID: h.ID, Outcome: store.OutcomeRelease})
+			}
+		}
+		d.knownMu.Unlock()
+	}
+	d.writing.Unlock()
+	if err != nil || len(lost) == 0 {
+		return err
+	}
+	applied, _, err := d.cfg.Store.Finish(ctx, d.cfg.DB, node, term.Epoch, lost, store.Handover{})
+	if err != nil {
+		d.statementFailed()
+		return err
+	}
+	d.cfg.Logger.Warn("gave back tasks the database said this node ran but it did not know of (a response lost after its statement committed)",
+		"epoch", term.Epoch, "tasks", len(applied))
+	if f := d.cfg.Hooks.Reconciled; f != nil {
+		f(len(applied))
+	}
+	d.outcomesWritten()
+	return nil
+}
+
 func (d *Dispatcher) sleep(ctx context.Context, dur time.Duration) {
 	t := time.NewTimer(dur)
 	defer t.Stop()
@@ -376,6 +486,9 @@ func (d *Dispatcher) sleep(ctx context.Context, dur time.Duration) {
 
 // start hands a job to its ordering lane.
 func (d *Dispatcher) start(term *lease.Term, job *Job) {
+	d.knownMu.Lock()
+	d.known[job.ID] = struct{}{}
+	d.knownMu.Unlock()
 	d.inflight.Add(1)
 	if f := d.cfg.Hooks.Claimed; f != nil {
 		f(job)
@@ -423,6 +536,7 @@ func (d *Dispatcher) start(term *lease.Term, job *Job) {
 		}
 		if res.Recorded {
 			// Written by the handler's own transaction.
+			d.untrack([]int64{job.ID})
 			d.changed.Store(true)
 			if f := d.cfg.Hooks.Finished; f != nil {
 				f(job, res, ran)
@@ -478,6 +592,12 @@ type finisher struct {
 	// successors a batch may start, and starting them.
 	handover   func(epoch int64, finished int) store.Handover
 	handedOver func(epoch int64, jobs []store.Claimed)
+	// settled is told the ids whose outcome a statement settled (written,
+	// or fenced); failed, that a statement failed; writing is held shared
+	// by each write (see Dispatcher.reconcile).
+	settled func(ids []int64)
+	failed  func()
+	writing *sync.RWMutex
 	// handedShare is the share of the last batch's outcomes that handed a
 	// successor over, in percent: high when the finish statements carry
 	// the claiming too, and then two run at once (see flushAll).
@@ -609,7 +729,11 @@ func (f *finisher) run() {
 // writeBatch writes one batch; on failure its outcomes go back to the front
 // of the queue for the next try.
 func (f *finisher) writeBatch(batch []finishItem) error {
-	if err := f.write(batch); err != nil {
+	f.writing.RLock()
+	err := f.write(batch)
+	f.writing.RUnlock()
+	if err != nil {
+		f.failed()
 		f.mu.Lock()
 		f.items = append(batch, f.items...)
 		f.mu.Unlock()
@@ -628,7 +752,7 @@ func (f *finisher) write(batch []finishItem) error {
 			Outcome: it.res.Outcome, RetryIn: it.res.RetryIn, Error: it.res.Error,
 		})
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), statementTimeout)
 	defer cancel()
 	applied := map[int64]bool{}
 	for epoch, outs := range byEpoch {
@@ -649,6 +773,11 @@ func (f *finisher) write(batch []finishItem) error {
 		for _, id := range ids {
 			applied[id] = true
 		}
+		settled := make([]int64, len(outs))
+		for i, o := range outs {
+			settled[i] = o.ID
+		}
+		f.settled(settled)
 	}
 	for _, it := range batch {
 		if !applied[it.job.ID] {

@@ -50,6 +50,20 @@
 // ordering_ids are disjoint: one outcome per ordering_id is pending at a
 // time).
 //
+// # Reconciling
+//
+// A claim or finish statement can commit on the server while its response
+// never reaches the node (a dropped connection, a timeout racing the
+// commit). The tasks it claimed or handed over then run under the node's
+// live term, so no rescue would touch them, and the node does not know of
+// them. After such a failure (ReconcileDelay later, and again once the
+// statement has surely ended on the server) the loop reads which tasks the
+// database says the term runs, with claims paused and outcome statements
+// held off so that everything handed over is known, and gives back those
+// it does not know of (logged; metric pgsched_tasks_reconciled_total).
+// It reads the heads table whole (running heads have no index), which is
+// why it waits for a failure rather than running on a timer.
+//
 // # Stopping
 //
 // When Run's context ends the loop claims nothing more, gives back the

@@ -16,6 +16,7 @@ type Metrics struct {
 	Dead          *prometheus.CounterVec
 	Claimed       prometheus.Counter
 	HandedOver    prometheus.Counter
+	Reconciled    prometheus.Counter
 	Running       prometheus.Gauge
 	Pending       prometheus.Gauge
 	Lateness      prometheus.Histogram
@@ -55,6 +56,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		HandedOver: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pgsched_tasks_handed_over_total",
 			Help: "Tasks started on this node by their predecessor's finish instead of a claim (also in pgsched_tasks_claimed_total).",
+		}),
+		Reconciled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "pgsched_tasks_reconciled_total",
+			Help: "Tasks the database said this node ran but the node did not know of (a claim or finish whose response was lost after it committed), given back.",
 		}),
 		Running: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pgsched_tasks_running", Help: "Tasks claimed by this node whose handlers have not returned.",
@@ -114,7 +119,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Executed, m.Retried, m.Dead, m.Claimed, m.HandedOver, m.Running, m.Pending,
+		for _, c := range []prometheus.Collector{m.Executed, m.Retried, m.Dead, m.Claimed, m.HandedOver, m.Reconciled, m.Running, m.Pending,
 			m.Lateness, m.Duration, m.Rescued, m.NodesActive, m.NodesInactive, m.LeaseEpoch, m.LeaseLost,
 			m.LeaseRenewed, m.Partitions, m.PartitionsServed, m.LeaderCurrent, m.LeaderClaimed, m.LeaderRefreshed,
 			m.BackupAssignments, m.StandInsActive, m.NodesDepleted} {

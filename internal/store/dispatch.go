@@ -121,6 +121,27 @@ func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, o
 	return applied, chained, nil
 }
 
+// Held is a task the database says a node runs.
+type Held struct {
+	Partition  int
+	OrderingID string
+	ID         int64
+}
+
+// HeldBy returns the tasks running under (node, epoch). It reads the whole
+// heads table (see TaskHeldBy), so callers ask only when in doubt.
+func (s *Store) HeldBy(ctx context.Context, db DBTX, node string, epoch int64) ([]Held, error) {
+	rows, err := s.q.TaskHeldBy(ctx, s.db(db), dbgen.TaskHeldByParams{NodeID: node, Epoch: epoch})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Held, len(rows))
+	for i, r := range rows {
+		out[i] = Held{Partition: int(r.PartitionID), OrderingID: r.OrderingID, ID: r.ID}
+	}
+	return out, nil
+}
+
 // RescueExpired gives the running tasks of nodes with expired leases back to
 // their ordering_ids. nodes limits it to those nodes; nil means every node
 // whose row says its lease expired.
