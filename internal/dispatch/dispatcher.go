@@ -600,7 +600,7 @@ type finisher struct {
 	writing *sync.RWMutex
 	// handedShare is the share of the last batch's outcomes that handed a
 	// successor over, in percent: high when the finish statements carry
-	// the claiming too, and then two run at once (see flushAll).
+	// the claiming too, and then two run at once (see run).
 	handedShare atomic.Int32
 	mu          sync.Mutex
 	items       []finishItem
@@ -726,68 +726,84 @@ func (f *finisher) run() {
 	}
 }
 
-// writeBatch writes one batch; on failure its outcomes go back to the front
-// of the queue for the next try.
+// writeBatch writes one batch; on failure the outcomes not written go back
+// to the front of the queue for the next try.
 func (f *finisher) writeBatch(batch []finishItem) error {
 	f.writing.RLock()
-	err := f.write(batch)
+	unwritten, err := f.write(batch)
 	f.writing.RUnlock()
+	if len(unwritten) < len(batch) {
+		f.after()
+	}
 	if err != nil {
 		f.failed()
 		f.mu.Lock()
-		f.items = append(batch, f.items...)
+		f.items = append(unwritten, f.items...)
 		f.mu.Unlock()
-		f.cfg.Logger.Warn("recording task outcomes failed; will retry", "tasks", len(batch), "error", err)
+		f.cfg.Logger.Warn("recording task outcomes failed; will retry", "tasks", len(unwritten), "error", err)
 		return err
 	}
-	f.after()
 	return nil
 }
 
-func (f *finisher) write(batch []finishItem) error {
-	byEpoch := map[int64][]store.Outcome{}
+// write writes a batch, one statement per node term among its outcomes
+// (almost always one), and returns the outcomes it could not write: those
+// of the statement that failed and of any not yet tried.
+func (f *finisher) write(batch []finishItem) ([]finishItem, error) {
+	var epochs []int64
+	byEpoch := map[int64][]finishItem{}
 	for _, it := range batch {
-		byEpoch[it.job.Epoch] = append(byEpoch[it.job.Epoch], store.Outcome{
-			Partition: it.job.Partition, OrderingID: it.job.OrderingID, ID: it.job.ID,
-			Outcome: it.res.Outcome, RetryIn: it.res.RetryIn, Error: it.res.Error,
-		})
+		if _, ok := byEpoch[it.job.Epoch]; !ok {
+			epochs = append(epochs, it.job.Epoch)
+		}
+		byEpoch[it.job.Epoch] = append(byEpoch[it.job.Epoch], it)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), statementTimeout)
 	defer cancel()
-	applied := map[int64]bool{}
-	for epoch, outs := range byEpoch {
+	for i, epoch := range epochs {
+		items := byEpoch[epoch]
+		outs := make([]store.Outcome, len(items))
 		finished := 0
-		for _, o := range outs {
-			if o.Outcome == store.OutcomeCompleted || o.Outcome == store.OutcomeDead {
+		for j, it := range items {
+			outs[j] = store.Outcome{
+				Partition: it.job.Partition, OrderingID: it.job.OrderingID, ID: it.job.ID,
+				Outcome: it.res.Outcome, RetryIn: it.res.RetryIn, Error: it.res.Error,
+			}
+			if it.res.Outcome == store.OutcomeCompleted || it.res.Outcome == store.OutcomeDead {
 				finished++
 			}
 		}
 		ids, next, err := f.cfg.Store.Finish(ctx, f.cfg.DB, f.cfg.Node.ID(), epoch, outs, f.handover(epoch, finished))
 		if err != nil {
-			return err
+			var unwritten []finishItem
+			for _, e := range epochs[i:] {
+				unwritten = append(unwritten, byEpoch[e]...)
+			}
+			return unwritten, err
 		}
 		f.handedShare.Store(int32(100 * len(next) / len(outs)))
 		if len(next) > 0 {
 			f.handedOver(epoch, next)
 		}
+		settled := make([]int64, len(outs))
+		for j, o := range outs {
+			settled[j] = o.ID
+		}
+		f.settled(settled)
+		applied := make(map[int64]bool, len(ids))
 		for _, id := range ids {
 			applied[id] = true
 		}
-		settled := make([]int64, len(outs))
-		for i, o := range outs {
-			settled[i] = o.ID
-		}
-		f.settled(settled)
-	}
-	for _, it := range batch {
-		if !applied[it.job.ID] {
-			f.cfg.Logger.Warn("outcome not recorded: the task is no longer held by this node's term (fenced)",
-				"ordering_id", it.job.OrderingID, "task_id", it.job.ID, "epoch", it.job.Epoch, "outcome", it.res.Outcome)
-			continue
-		}
-		if h := f.cfg.Hooks.Finished; h != nil {
-			h(it.job, it.res, it.ran)
+		for _, it := range items {
+			if !applied[it.job.ID] {
+				f.cfg.Logger.Warn("outcome not recorded: the task is no longer held by this node's term (fenced)",
+					"ordering_id", it.job.OrderingID, "task_id", it.job.ID, "epoch", it.job.Epoch, "outcome", it.res.Outcome)
+				continue
+			}
+			if h := f.cfg.Hooks.Finished; h != nil {
+				h(it.job, it.res, it.ran)
+			}
 		}
 	}
-	return nil
+	return nil, nil
 }
