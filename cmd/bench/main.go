@@ -2,7 +2,8 @@
 //
 //   - enqueue: single Schedule and batched ScheduleMany rates;
 //   - burn-own, burn-ordered: burn-down of -n due tasks (own ordering_id per
-//     task, and 1,000 ordering_ids in order);
+//     task, and 1,000 ordering_ids in order); on stderr, how the machine's
+//     CPU was shared during each run (this process, the rest, idle);
 //   - lateness: start lateness of tasks arriving at a steady -rate;
 //   - sustained (c): producers enqueue due tasks without pause for
 //     -sustained-duration while one worker runs them; completed and enqueued
@@ -499,6 +500,7 @@ func (b *bench) burn(ctx context.Context, ids int) (float64, error) {
 	var done atomic.Int64
 	finished := make(chan struct{})
 	start := time.Now()
+	cpu := sampleCPU()
 	w, err := b.worker(ctx, pool, schema, func(*pgsched.Job) {
 		if done.Add(1) == int64(b.n) {
 			close(finished)
@@ -516,7 +518,15 @@ func (b *bench) burn(ctx context.Context, ids int) (float64, error) {
 	if err := waitEmpty(ctx, pool, schema); err != nil {
 		return 0, err
 	}
-	return float64(b.n) / time.Since(start).Seconds(), nil
+	rate := float64(b.n) / time.Since(start).Seconds()
+	if s := cpuSplit(cpu); s != "" {
+		what := "own ordering_id"
+		if ids > 0 {
+			what = fmt.Sprintf("%d ordering_ids", ids)
+		}
+		fmt.Fprintf(os.Stderr, "burn-down, %s: %.0f tasks/s; %s\n", what, rate, s)
+	}
+	return rate, nil
 }
 
 func (b *bench) burnOwn(ctx context.Context) (float64, error)     { return b.burn(ctx, 0) }
