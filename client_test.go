@@ -107,11 +107,11 @@ func claimTask(t *testing.T, b clientBundle, orderingID string) (store.Claimed, 
 func completeTask(t *testing.T, b clientBundle, orderingID string) {
 	t.Helper()
 	c, epoch := claimTask(t, b, orderingID)
-	applied, _, err := b.store.Finish(context.Background(), b.db.Pool, "test-"+orderingID, epoch, []store.Outcome{{
+	res, err := b.store.Finish(context.Background(), b.db.Pool, "test-"+orderingID, epoch, []store.Outcome{{
 		Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
 	}}, store.Handover{})
 	require.NoError(t, err)
-	require.Equal(t, []int64{c.ID}, applied)
+	require.Equal(t, []int64{c.ID}, res.Applied)
 }
 
 func countRows(t *testing.T, b clientBundle, table string) int {
@@ -159,7 +159,7 @@ func TestScheduleSemantics(t *testing.T) {
 			require.Equal(t, map[string]int{"n": 2}, payload)
 
 			// Completed: never again.
-			_, _, err = b.store.Finish(context.Background(), b.db.Pool, "test-order-1", mustEpoch(t, b, "test-order-1"),
+			_, err = b.store.Finish(context.Background(), b.db.Pool, "test-order-1", mustEpoch(t, b, "test-order-1"),
 				[]store.Outcome{{Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted}}, store.Handover{})
 			require.NoError(t, err)
 			res, err = sched(t, b, task)

@@ -42,13 +42,18 @@ func TestFinishHandsOver(t *testing.T) {
 	require.NoError(t, err)
 
 	var epoch int64
+	// finish completes c; claimable is how many heads the finish says it
+	// left for a claim (the worker looks for due work only when that is
+	// not zero).
+	var claimable int
 	finish := func(c store.Claimed, hand store.Handover) (applied []int64, next []store.Claimed) {
 		t.Helper()
-		applied, next, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
+		res, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
 			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
 		}}, hand)
 		require.NoError(t, err)
-		return applied, next
+		claimable = res.Claimable
+		return res.Applied, res.HandedOver
 	}
 	type head struct {
 		Key     string
@@ -79,6 +84,7 @@ func TestFinishHandsOver(t *testing.T) {
 		applied, next := finish(c, hand)
 		require.Equal(t, []int64{c.ID}, applied)
 		require.Len(t, next, 1, "task %d handed over", i)
+		require.Zero(t, claimable, "a handover leaves nothing for a claim")
 		c = next[0]
 		require.Equal(t, fmt.Sprint(i), c.UniquenessKey)
 		require.Equal(t, 1, c.Attempt)
@@ -89,6 +95,7 @@ func TestFinishHandsOver(t *testing.T) {
 	applied, next := finish(c, hand)
 	require.Equal(t, []int64{c.ID}, applied)
 	require.Empty(t, next, "a run of handovers stops at the limit")
+	require.Equal(t, 1, claimable)
 	idle("chain", "4")
 	c, epoch = claimTask(t, b, "chain")
 	require.Equal(t, "4", c.UniquenessKey)
@@ -99,11 +106,13 @@ func TestFinishHandsOver(t *testing.T) {
 	// No room: task 6 waits.
 	_, next = finish(c, store.Handover{Partitions: all, Limit: 3})
 	require.Empty(t, next)
+	require.Equal(t, 1, claimable)
 	idle("chain", "6")
 	// Not a partition the node may take from: task 7 waits.
 	c, epoch = claimTask(t, b, "chain")
 	_, next = finish(c, store.Handover{Max: 1, Partitions: other, Limit: 3})
 	require.Empty(t, next)
+	require.Equal(t, 1, claimable)
 	idle("chain", "7")
 	// A stale term changes nothing and hands nothing over.
 	c, epoch = claimTask(t, b, "chain")
@@ -111,11 +120,13 @@ func TestFinishHandsOver(t *testing.T) {
 	applied, next = finish(c, hand)
 	require.Empty(t, applied)
 	require.Empty(t, next)
+	require.Zero(t, claimable)
 
 	// Not due yet: the successor waits for its time.
 	c, epoch = claimTask(t, b, "future")
 	_, next = finish(c, hand)
 	require.Empty(t, next)
+	require.Equal(t, 1, claimable, "a successor due later counts: the worker must learn when it is due")
 	idle("future", "")
 }
 
@@ -144,22 +155,23 @@ func TestHandedOverTaskGivenBack(t *testing.T) {
 	// handOver finishes c, whose successor want is handed over to the same node.
 	handOver := func(c store.Claimed, epoch int64, want string) store.Claimed {
 		t.Helper()
-		_, next, err := b.store.Finish(ctx, b.db.Pool, "test-back", epoch, []store.Outcome{{
+		res, err := b.store.Finish(ctx, b.db.Pool, "test-back", epoch, []store.Outcome{{
 			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
 		}}, store.Handover{Max: 1, Partitions: all, Limit: 16})
 		require.NoError(t, err)
-		require.Len(t, next, 1)
-		require.Equal(t, want, next[0].UniquenessKey)
-		return next[0]
+		require.Len(t, res.HandedOver, 1)
+		require.Equal(t, want, res.HandedOver[0].UniquenessKey)
+		return res.HandedOver[0]
 	}
 	giveBack := func(c store.Claimed, epoch int64, outcome string) {
 		t.Helper()
-		applied, next, err := b.store.Finish(ctx, b.db.Pool, "test-back", epoch, []store.Outcome{{
+		res, err := b.store.Finish(ctx, b.db.Pool, "test-back", epoch, []store.Outcome{{
 			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: outcome,
 		}}, store.Handover{Max: 1, Partitions: all, Limit: 16})
 		require.NoError(t, err)
-		require.Equal(t, []int64{c.ID}, applied)
-		require.Empty(t, next)
+		require.Equal(t, []int64{c.ID}, res.Applied)
+		require.Empty(t, res.HandedOver)
+		require.Equal(t, 1, res.Claimable, "a task given back is claimable")
 	}
 	claim := func(want string, attempt int) (store.Claimed, int64) {
 		t.Helper()

@@ -523,12 +523,13 @@ func (r *propRun) opFinish() {
 	}
 	r.note("finish (stale %v, hand over %d, run limit %d) [%s]", stale, hand.Max, hand.Limit, strings.Join(desc, ", "))
 	t0 := r.dbNow()
-	applied, next, err := r.b.store.Finish(r.ctx, r.b.db.Pool, r.node, epoch, outs, hand)
+	res, err := r.b.store.Finish(r.ctx, r.b.db.Pool, r.node, epoch, outs, hand)
 	r.must(err, "finish")
+	applied, next := res.Applied, res.HandedOver
 	t1 := r.dbNow()
 	if stale {
-		if len(applied) != 0 || len(next) != 0 {
-			r.fail("finish with a stale epoch changed %v and handed over %d", applied, len(next))
+		if len(applied) != 0 || len(next) != 0 || res.Claimable != 0 {
+			r.fail("finish with a stale epoch changed %v, handed over %d and left %d claimable", applied, len(next), res.Claimable)
 		}
 		r.counts["finish/stale"]++
 		return
@@ -568,6 +569,31 @@ func (r *propRun) opFinish() {
 		if outs[i].Outcome == store.OutcomeCompleted || outs[i].Outcome == store.OutcomeDead {
 			finished[k.o] = true
 		}
+	}
+	// What the finish says it left for a claim: every promoted successor
+	// not handed over, and every task given back. A worker looks for due
+	// work only when this is not zero, so it must never say less; it may
+	// say more by the ordering_ids that ran out of tasks (a head's backlog
+	// flag may still say there is one after a cancel emptied it).
+	claimable, emptied := -len(next), 0
+	left := map[string]bool{}
+	for k := range r.pending {
+		left[k.o] = true
+	}
+	for o := range finished {
+		if left[o] {
+			claimable++
+		} else {
+			emptied++
+		}
+	}
+	for i := range running {
+		if outs[i].Outcome == store.OutcomeRetry || outs[i].Outcome == store.OutcomeRelease {
+			claimable++
+		}
+	}
+	if res.Claimable < claimable || res.Claimable > claimable+emptied {
+		r.fail("finish says it left %d heads for a claim, want %d (up to %d more)", res.Claimable, claimable, emptied)
 	}
 	r.counts["handed over"] += len(next)
 	for _, c := range next {
@@ -840,11 +866,11 @@ func TestSettleAfterEarlierEnqueue(t *testing.T) {
 	}
 	finish := func(c store.Claimed, epoch int64, outcome string) {
 		t.Helper()
-		applied, _, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
+		res, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
 			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: outcome,
 		}}, store.Handover{})
 		require.NoError(t, err)
-		require.Equal(t, []int64{c.ID}, applied)
+		require.Equal(t, []int64{c.ID}, res.Applied)
 	}
 	noTasks := func(o string) {
 		t.Helper()

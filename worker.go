@@ -398,13 +398,13 @@ func (w *Worker) execTx(ctx context.Context, dj *dispatch.Job, job *Job, h Handl
 	if err := h.TxFunc(ctx, tx, job); err != nil {
 		return false, err
 	}
-	applied, _, err := w.store.Finish(ctx, tx, w.cfg.NodeID, dj.Epoch, []store.Outcome{{
+	res, err := w.store.Finish(ctx, tx, w.cfg.NodeID, dj.Epoch, []store.Outcome{{
 		Partition: dj.Partition, OrderingID: dj.OrderingID, ID: dj.ID, Outcome: store.OutcomeCompleted,
 	}}, store.Handover{})
 	if err != nil {
 		return false, fmt.Errorf("recording completion: %w", err)
 	}
-	if len(applied) != 1 {
+	if len(res.Applied) != 1 {
 		w.logger.Warn("transactional handler rolled back: the task is no longer held by this node's term",
 			"ordering_id", dj.OrderingID, "task_id", dj.ID, "epoch", dj.Epoch)
 		return false, nil

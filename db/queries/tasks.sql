@@ -29,17 +29,19 @@ FROM pgsched.claim_due_many(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sq
                             sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8) AS c;
 
 -- TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
--- row marked summary carries the ids that changed (applied); each other
--- row is a successor handed straight to the node as running, shaped like a
--- claimed task. The summary row's task columns are placeholders, so that
--- every column scans into a plain Go value.
+-- row marked summary carries the ids that changed (applied) and how many
+-- heads were left for a claim (claimable); each other row is a successor
+-- handed straight to the node as running, shaped like a claimed task. The
+-- summary row's task columns are placeholders, so that every column scans
+-- into a plain Go value.
 -- name: TaskFinish :many
 SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::bigint[] AS applied,
        coalesce(r.partition_id, 0)::integer AS partition_id, coalesce(r.id, 0)::bigint AS id,
        coalesce(r.ordering_id, '')::text AS ordering_id, coalesce(r.scheduled_at, 'epoch')::timestamptz AS scheduled_at,
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
-       coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at
+       coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
+       coalesce(r.claimable, 0)::integer AS claimable
 FROM pgsched.finish_tasks(
     sqlc.arg(node_id)::text,
     sqlc.arg(epoch)::bigint,
@@ -52,7 +54,7 @@ FROM pgsched.finish_tasks(
     sqlc.arg(chain_max)::integer,
     sqlc.arg(chain_partitions)::integer[],
     sqlc.arg(chain_limit)::integer
-) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at);
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable);
 
 -- TaskHeldBy lists the tasks the database says (node_id, epoch) runs. Running
 -- heads have no index (claims stay HOT updates), so this reads the heads

@@ -188,7 +188,8 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.ordering_id, '')::text AS ordering_id, coalesce(r.scheduled_at, 'epoch')::timestamptz AS scheduled_at,
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
-       coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at
+       coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
+       coalesce(r.claimable, 0)::integer AS claimable
 FROM pgsched.finish_tasks(
     $1::text,
     $2::bigint,
@@ -201,7 +202,7 @@ FROM pgsched.finish_tasks(
     $9::integer,
     $10::integer[],
     $11::integer
-) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at)
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable)
 `
 
 type TaskFinishParams struct {
@@ -231,10 +232,12 @@ type TaskFinishRow struct {
 	Attempt       int32
 	RunAt         time.Time
 	ClaimedAt     time.Time
+	Claimable     int32
 }
 
 // TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
-// row marked summary carries the ids that changed (applied); each other
+// row marked summary carries the ids that changed (applied) and how many
+// heads were left for a claim (claimable); each other
 // row is a successor handed straight to the node as running, shaped like a
 // claimed task. The summary row's task columns are placeholders, so that
 // every column scans into a plain Go value.
@@ -272,6 +275,7 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams)
 			&i.Attempt,
 			&i.RunAt,
 			&i.ClaimedAt,
+			&i.Claimable,
 		); err != nil {
 			return nil, err
 		}

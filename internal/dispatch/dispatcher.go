@@ -189,8 +189,9 @@ func New(cfg Config) (*Dispatcher, error) {
 // Inflight is the number of claimed tasks whose handlers have not returned.
 func (d *Dispatcher) Inflight() int { return int(d.inflight.Load()) }
 
-// outcomesWritten tells the loop that finished tasks' outcomes are in the
-// database, so their ordering_ids' next tasks may be due.
+// outcomesWritten tells the loop that outcomes written to the database may
+// have made work due: successors promoted and not handed over, or tasks
+// given back.
 func (d *Dispatcher) outcomesWritten() {
 	d.changed.Store(true)
 	d.poke()
@@ -461,15 +462,15 @@ func (d *Dispatcher) reconcile(ctx context.Context, term *lease.Term) error {
 	if err != nil || len(lost) == 0 {
 		return err
 	}
-	applied, _, err := d.cfg.Store.Finish(ctx, d.cfg.DB, node, term.Epoch, lost, store.Handover{})
+	res, err := d.cfg.Store.Finish(ctx, d.cfg.DB, node, term.Epoch, lost, store.Handover{})
 	if err != nil {
 		d.statementFailed()
 		return err
 	}
 	d.cfg.Logger.Warn("gave back tasks the database said this node ran but it did not know of (a response lost after its statement committed)",
-		"epoch", term.Epoch, "tasks", len(applied))
+		"epoch", term.Epoch, "tasks", len(res.Applied))
 	if f := d.cfg.Hooks.Reconciled; f != nil {
-		f(len(applied))
+		f(len(res.Applied))
 	}
 	d.outcomesWritten()
 	return nil
@@ -730,9 +731,11 @@ func (f *finisher) run() {
 // to the front of the queue for the next try.
 func (f *finisher) writeBatch(batch []finishItem) error {
 	f.writing.RLock()
-	unwritten, err := f.write(batch)
+	unwritten, claimable, err := f.write(batch)
 	f.writing.RUnlock()
-	if len(unwritten) < len(batch) {
+	if claimable > 0 || err != nil {
+		// Work may be due: successors left for a claim, tasks given back
+		// (or, after an error, who knows).
 		f.after()
 	}
 	if err != nil {
@@ -747,9 +750,10 @@ func (f *finisher) writeBatch(batch []finishItem) error {
 }
 
 // write writes a batch, one statement per node term among its outcomes
-// (almost always one), and returns the outcomes it could not write: those
-// of the statement that failed and of any not yet tried.
-func (f *finisher) write(batch []finishItem) ([]finishItem, error) {
+// (almost always one), and returns the outcomes it could not write (those
+// of the statement that failed and of any not yet tried) and how many
+// heads the statements left for a claim (store.Finished.Claimable).
+func (f *finisher) write(batch []finishItem) ([]finishItem, int, error) {
 	var epochs []int64
 	byEpoch := map[int64][]finishItem{}
 	for _, it := range batch {
@@ -760,6 +764,7 @@ func (f *finisher) write(batch []finishItem) ([]finishItem, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), statementTimeout)
 	defer cancel()
+	claimable := 0
 	for i, epoch := range epochs {
 		items := byEpoch[epoch]
 		outs := make([]store.Outcome, len(items))
@@ -773,14 +778,16 @@ func (f *finisher) write(batch []finishItem) ([]finishItem, error) {
 				finished++
 			}
 		}
-		ids, next, err := f.cfg.Store.Finish(ctx, f.cfg.DB, f.cfg.Node.ID(), epoch, outs, f.handover(epoch, finished))
+		res, err := f.cfg.Store.Finish(ctx, f.cfg.DB, f.cfg.Node.ID(), epoch, outs, f.handover(epoch, finished))
 		if err != nil {
 			var unwritten []finishItem
 			for _, e := range epochs[i:] {
 				unwritten = append(unwritten, byEpoch[e]...)
 			}
-			return unwritten, err
+			return unwritten, claimable, err
 		}
+		claimable += res.Claimable
+		next, ids := res.HandedOver, res.Applied
 		f.handedShare.Store(int32(100 * len(next) / len(outs)))
 		if len(next) > 0 {
 			f.handedOver(epoch, next)
@@ -805,5 +812,5 @@ func (f *finisher) write(batch []finishItem) ([]finishItem, error) {
 			}
 		}
 	}
-	return nil, nil
+	return nil, claimable, nil
 }

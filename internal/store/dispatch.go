@@ -73,7 +73,7 @@ type Outcome struct {
 
 // Handover lets a finish start the due successors of the tasks it
 // finishes on the finishing node itself, instead of leaving each to a
-// claim (see pgsched.promote_heads). The zero value hands nothing over.
+// claim (see pgsched.finish_tasks). The zero value hands nothing over.
 type Handover struct {
 	// Max is the most successors handed over by one call.
 	Max int
@@ -85,10 +85,24 @@ type Handover struct {
 	Limit int
 }
 
+// Finished is what a Finish statement did.
+type Finished struct {
+	// Applied are the ids of the tasks whose outcome was recorded; the
+	// others were no longer held by the node's term (fenced).
+	Applied []int64
+	// HandedOver are the successors started on the node (see Handover),
+	// as claimed tasks.
+	HandedOver []Claimed
+	// Claimable counts the heads the statement left for a claim:
+	// successors promoted and not handed over, and tasks given back by
+	// retry or release. Zero means no work became due or will, so there
+	// is no need to look for any.
+	Claimable int
+}
+
 // Finish records outcomes in one statement. Only tasks still held by (node,
-// epoch) change; it returns the ids that did, and the successors handed over
-// to (node, epoch) as running (see Handover), as claimed tasks.
-func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, outs []Outcome, hand Handover) ([]int64, []Claimed, error) {
+// epoch) change.
+func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, outs []Outcome, hand Handover) (Finished, error) {
 	n := len(outs)
 	arg := dbgen.TaskFinishParams{
 		NodeID: node, Epoch: epoch,
@@ -106,19 +120,18 @@ func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, o
 	}
 	rows, err := s.q.TaskFinish(ctx, s.db(db), arg)
 	if err != nil {
-		return nil, nil, err
+		return Finished{}, err
 	}
-	var applied []int64
-	chained := make([]Claimed, 0, len(rows))
+	f := Finished{HandedOver: make([]Claimed, 0, len(rows))}
 	for _, r := range rows {
 		if r.Summary {
-			applied = r.Applied
+			f.Applied, f.Claimable = r.Applied, int(r.Claimable)
 			continue
 		}
-		chained = append(chained, claimed(r.PartitionID, r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind,
+		f.HandedOver = append(f.HandedOver, claimed(r.PartitionID, r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind,
 			r.Payload, r.Attempt, r.RunAt, r.ClaimedAt))
 	}
-	return applied, chained, nil
+	return f, nil
 }
 
 // Held is a task the database says a node runs.
