@@ -25,7 +25,19 @@ type Job struct {
 	// HandedOver means its predecessor's finish started it on this node
 	// instead of a claim (see store.Handover).
 	HandedOver bool
+
+	// state is jobQueued until a handler takes the job (jobStarted) or
+	// the node gives it back unstarted (jobGivenBack); whichever comes
+	// first wins.
+	state atomic.Int32
 }
+
+// Job states.
+const (
+	jobQueued int32 = iota
+	jobStarted
+	jobGivenBack
+)
 
 // StartLateness is how late the job starts if it starts now, on the
 // database's clock: its claim time plus the time since the claim arrived,
@@ -105,11 +117,13 @@ type Config struct {
 
 // Dispatcher claims, runs and finishes tasks for one node.
 type Dispatcher struct {
-	cfg      Config
-	lanes    *ordering.Serializer
-	inflight atomic.Int64  // claimed tasks whose handlers have not returned
-	slots    chan struct{} // one per running handler, Concurrency in all
-	kick     chan struct{} // capacity freed or a batch finished
+	cfg Config
+	// lanes runs handlers, at most Concurrency at once and one at a time
+	// per ordering_id; claimed tasks beyond that wait in its queue.
+	lanes    *ordering.Pool
+	inflight atomic.Int64   // claimed tasks whose handlers have not returned
+	early    sync.WaitGroup // tasks claimed ahead, waiting for their time
+	kick     chan struct{}  // capacity freed or a batch finished
 	// changed says work may have become due since the loop last read the
 	// due partitions: outcomes were written (successors promoted, retries
 	// and releases back in line). A handler returning frees capacity but
@@ -124,10 +138,10 @@ type Dispatcher struct {
 	handlerMu  sync.Mutex
 	handlerCtx atomic.Pointer[termContext]
 
-	// known holds the ids of the tasks this node started and whose
-	// outcome is not yet settled; reconcile compares it with the database.
+	// known holds the tasks this node started and whose outcome is not
+	// yet settled, by id; reconcile compares it with the database.
 	knownMu sync.Mutex
-	known   map[int64]struct{}
+	known   map[int64]*Job
 	// failedAt is when a claim or finish statement last failed without
 	// saying whether it committed (unix nanoseconds; 0: never).
 	failedAt atomic.Int64
@@ -174,8 +188,8 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	d := &Dispatcher{cfg: cfg, lanes: ordering.New(), kick: make(chan struct{}, 1), slots: make(chan struct{}, cfg.Concurrency),
-		known: map[int64]struct{}{}}
+	d := &Dispatcher{cfg: cfg, lanes: ordering.New(cfg.Concurrency), kick: make(chan struct{}, 1),
+		known: map[int64]*Job{}}
 	d.stopping, d.stopFn = context.WithCancel(context.Background())
 	d.abort, d.abortFn = context.WithCancel(context.Background())
 	d.finish = &finisher{
@@ -242,7 +256,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	go func() { defer close(finishDone); d.finish.run() }()
 
 	d.loop(ctx)
-	d.stopFn() // prefetched tasks not yet started go back
+	d.stopFn()
+	d.giveBackQueued(func(*Job) bool { return true })
+	d.early.Wait()
 
 	// Drain: wait for handlers, then cancel the stragglers.
 	drained := make(chan struct{})
@@ -283,16 +299,20 @@ func (d *Dispatcher) loop(ctx context.Context) {
 	backoff := 10 * time.Millisecond
 	for ctx.Err() == nil {
 		term := d.cfg.Node.Current()
+		if term != lastTerm {
+			if lastTerm != nil {
+				// The term ended: its tasks waiting for a handler are no
+				// longer this node's to run.
+				d.giveBackQueued(func(j *Job) bool { return term == nil || j.Epoch != term.Epoch })
+			}
+			due, stale, lastTerm = nil, true, term
+		}
 		if term == nil {
-			due, stale = nil, true
 			select {
 			case <-ctx.Done():
 			case <-d.cfg.Node.Changed():
 			}
 			continue
-		}
-		if term != lastTerm {
-			due, stale, lastTerm = nil, true, term
 		}
 		if d.changed.Swap(false) {
 			stale = true
@@ -485,22 +505,21 @@ func (d *Dispatcher) sleep(ctx context.Context, dur time.Duration) {
 	}
 }
 
-// start hands a job to its ordering lane.
+// start hands a job to the handler pool; a job claimed ahead of its time
+// goes there when due (on the database's clock), so that it holds no
+// handler while it waits.
 func (d *Dispatcher) start(term *lease.Term, job *Job) {
 	d.knownMu.Lock()
-	d.known[job.ID] = struct{}{}
+	d.known[job.ID] = job
 	d.knownMu.Unlock()
 	d.inflight.Add(1)
 	if f := d.cfg.Hooks.Claimed; f != nil {
 		f(job)
 	}
-	d.lanes.Submit(job.OrderingID, func() {
-		defer func() {
-			d.inflight.Add(-1)
-			d.poke()
-		}()
-		if early := job.RunAt.Sub(job.ClaimedAt) - time.Since(job.Received); early > 0 {
-			// Claimed ahead: start on time (on the database's clock).
+	if early := job.RunAt.Sub(job.ClaimedAt) - time.Since(job.Received); early > 0 {
+		d.early.Add(1)
+		go func() {
+			defer d.early.Done()
 			t := time.NewTimer(early)
 			select {
 			case <-t.C:
@@ -509,43 +528,68 @@ func (d *Dispatcher) start(term *lease.Term, job *Job) {
 			case <-d.abort.Done():
 			}
 			t.Stop()
+			d.lanes.Submit(job.OrderingID, func() { d.run(term, job) })
+		}()
+		return
+	}
+	d.lanes.Submit(job.OrderingID, func() { d.run(term, job) })
+}
+
+// run runs a job's handler and queues its outcome. A job that has not
+// started when claiming stops, its term ends or the stop deadline passes
+// goes back untouched.
+func (d *Dispatcher) run(term *lease.Term, job *Job) {
+	if !job.state.CompareAndSwap(jobQueued, jobStarted) {
+		return // given back while it waited
+	}
+	defer func() {
+		d.inflight.Add(-1)
+		d.poke()
+	}()
+	if term.Context().Err() != nil || d.stopping.Err() != nil || d.abort.Err() != nil {
+		d.finish.add(job, Result{Outcome: store.OutcomeRelease}, 0)
+		return
+	}
+	began := time.Now()
+	res := d.exec(d.handlerContext(term), job)
+	ran := time.Since(began)
+	if res.Outcome == store.OutcomeRetry && d.abort.Err() != nil {
+		// Cancelled by a stop: back in line at once, not after a backoff.
+		res.RetryIn = 0
+	}
+	if res.Recorded {
+		// Written by the handler's own transaction.
+		d.untrack([]int64{job.ID})
+		d.changed.Store(true)
+		if f := d.cfg.Hooks.Finished; f != nil {
+			f(job, res, ran)
 		}
-		// Wait for a handler slot. A task that has not started when
-		// claiming stops, the term ends or the stop deadline passes goes
-		// back untouched.
-		slot := false
-		select {
-		case d.slots <- struct{}{}:
-			slot = true
-		case <-term.Done():
-		case <-d.stopping.Done():
-		case <-d.abort.Done():
+		return
+	}
+	d.finish.add(job, res, ran)
+}
+
+// giveBackQueued gives back the claimed jobs that match and are still
+// waiting for a handler, at once: when a stop begins (prefetched tasks),
+// and when a term ends (its tasks are no longer this node's to run). They
+// would otherwise wait until a handler is free to look at them, which a
+// handler ignoring its cancelled context could put off for good.
+func (d *Dispatcher) giveBackQueued(match func(*Job) bool) {
+	var back []*Job
+	d.knownMu.Lock()
+	for _, j := range d.known {
+		if match(j) && j.state.CompareAndSwap(jobQueued, jobGivenBack) {
+			back = append(back, j)
 		}
-		if slot {
-			defer func() { <-d.slots }()
-		}
-		if !slot || term.Context().Err() != nil || d.stopping.Err() != nil || d.abort.Err() != nil {
-			d.finish.add(job, Result{Outcome: store.OutcomeRelease}, 0)
-			return
-		}
-		began := time.Now()
-		res := d.exec(d.handlerContext(term), job)
-		ran := time.Since(began)
-		if res.Outcome == store.OutcomeRetry && d.abort.Err() != nil {
-			// Cancelled by a stop: back in line at once, not after a backoff.
-			res.RetryIn = 0
-		}
-		if res.Recorded {
-			// Written by the handler's own transaction.
-			d.untrack([]int64{job.ID})
-			d.changed.Store(true)
-			if f := d.cfg.Hooks.Finished; f != nil {
-				f(job, res, ran)
-			}
-			return
-		}
-		d.finish.add(job, res, ran)
-	})
+	}
+	d.knownMu.Unlock()
+	for _, j := range back {
+		d.finish.add(j, Result{Outcome: store.OutcomeRelease}, 0)
+		d.inflight.Add(-1)
+	}
+	if len(back) > 0 {
+		d.poke()
+	}
 }
 
 // termContext is the context handlers of one term run under.

@@ -10,15 +10,19 @@
 // moving to the next partition only when one runs dry. Each partition's
 // claim is a single SELECT ... FOR UPDATE SKIP LOCKED on its due index,
 // whose cost does not depend on the backlog, and takes at most the head
-// task of each ordering_id. Handlers run on per-ordering_id lanes
-// (internal/ordering), at most Concurrency at once.
+// task of each ordering_id. Handlers run in a pool of Concurrency
+// goroutines that keeps one ordering_id's tasks in order
+// (internal/ordering); claimed tasks beyond that wait in its queue, and
+// those of a term that ended go back at once.
 //
 // The loop sleeps until the earliest known due time (an in-memory timer), a
 // NOTIFY saying new work is due, a freed slot or finished batch, or the poll
 // interval, whichever comes first: future work is pulled, past-due work is
 // pushed. It asks for due partitions again only when work may have become
-// due since it last asked (outcomes written, a NOTIFY, a new term or set
-// of partitions, the timer): a freed slot alone makes nothing due.
+// due since it last asked (outcomes written that left heads for a claim:
+// successors not handed over, tasks given back; a NOTIFY, a new term or
+// set of partitions, the timer): a freed slot alone makes nothing due,
+// and neither does a finish that handed every successor over.
 //
 // # Finishing
 //

@@ -1,6 +1,6 @@
 // Package ordering runs the work of one ordering_id one piece at a time
 // inside a node, in the order it was submitted, while different ordering_ids
-// run in parallel.
+// run in parallel on a bounded number of goroutines.
 //
 // The database already allows at most one running task per ordering_id (only
 // an ordering_id's head runs, and heads are unique per ordering_id). This
@@ -10,116 +10,141 @@
 // by this node, its next task waits here until the old handler has really
 // returned.
 //
-// Lanes run on goroutines that are kept for a while once idle: starting a
-// goroutine per task, whose stack then grew to a handler's depth, cost a
-// sixth of a busy worker's CPU.
+// A Pool is also the node's handler pool: at most n functions run at once,
+// on n long-lived goroutines that take the next ready function as soon as
+// they finish one. Work waiting for a free goroutine is a queue entry, not
+// a parked goroutine: with a goroutine per ordering_id (and a semaphore for
+// the concurrency limit) every task cost two goroutine hand-offs, a
+// wake-up of its own goroutine and a wait for a slot, a third of a busy
+// worker's CPU at 50k tasks/s; a goroutine that finds more ready work keeps
+// running instead.
 package ordering
 
 import (
 	"sync"
-	"sync/atomic"
-	"time"
 )
 
-// idleFor is how long a goroutine without work waits for more before it
-// exits.
-const idleFor = 2 * time.Second
-
-// Serializer runs functions serially per key.
-type Serializer struct {
-	mu      sync.Mutex
-	waiting map[string][]func() // key present = a function of that key runs
-	wg      sync.WaitGroup
-	idle    chan lane     // idle goroutines take new lanes here
-	quit    chan struct{} // closed by Close
-	once    sync.Once
-	parked  atomic.Int32 // goroutines waiting for a lane
-	started atomic.Int32 // goroutines started
+// Pool runs functions serially per key and at most n at once.
+type Pool struct {
+	mu   sync.Mutex
+	wake *sync.Cond // signalled when ready gains work or the pool closes
+	max  int
+	// ready holds functions whose key has nothing running or ahead of
+	// them, in submission order: ready[head:] is the queue.
+	ready []lane
+	head  int
+	// waiting has an entry for every key with a function ready or
+	// running; its value are the functions submitted after it.
+	waiting map[string][]func()
+	workers int // goroutines started and not exited
+	idle    int // goroutines waiting for ready work
+	closed  bool
+	wg      sync.WaitGroup // functions submitted and not returned
 }
 
-// lane is the first function of a key that was idle.
 type lane struct {
 	key string
 	fn  func()
 }
 
-// New returns an empty Serializer.
-func New() *Serializer {
-	return &Serializer{waiting: make(map[string][]func()), idle: make(chan lane), quit: make(chan struct{})}
+// New returns a Pool that runs at most n functions at once.
+func New(n int) *Pool {
+	p := &Pool{max: max(n, 1), waiting: map[string][]func(){}}
+	p.wake = sync.NewCond(&p.mu)
+	return p
 }
 
 // Submit runs fn once every function submitted before it under the same key
-// has returned; functions of different keys run in parallel.
-func (s *Serializer) Submit(key string, fn func()) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.wg.Add(1)
-	if q, busy := s.waiting[key]; busy {
-		s.waiting[key] = append(q, fn)
+// has returned and a goroutine is free; functions of different keys start
+// in the order submitted. After Close, fn still runs.
+func (p *Pool) Submit(key string, fn func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.wg.Add(1)
+	if q, busy := p.waiting[key]; busy {
+		p.waiting[key] = append(q, fn)
 		return
 	}
-	s.waiting[key] = nil
-	select {
-	case s.idle <- lane{key, fn}:
-	default:
-		s.started.Add(1)
-		go s.work(lane{key, fn})
+	p.waiting[key] = nil
+	p.push(lane{key, fn})
+}
+
+// push queues a ready lane and finds it a goroutine. Called with mu held.
+func (p *Pool) push(l lane) {
+	if p.head > 0 && p.head == len(p.ready) {
+		p.ready, p.head = p.ready[:0], 0
+	}
+	p.ready = append(p.ready, l)
+	switch {
+	case p.idle > 0:
+		p.wake.Signal()
+	case p.workers < p.max:
+		p.workers++
+		go p.work()
 	}
 }
 
-// work runs lanes until it has been idle for idleFor or Close is called.
-func (s *Serializer) work(l lane) {
-	t := time.NewTimer(idleFor)
-	defer t.Stop()
+// work runs ready lanes until the pool is closed and nothing is ready.
+func (p *Pool) work() {
+	p.mu.Lock()
 	for {
-		s.run(l.key, l.fn)
-		t.Reset(idleFor)
-		s.parked.Add(1)
-		select {
-		case l = <-s.idle:
-			s.parked.Add(-1)
-		case <-t.C:
-			s.parked.Add(-1)
-			return
-		case <-s.quit:
-			s.parked.Add(-1)
+		for p.head == len(p.ready) && !p.closed {
+			p.idle++
+			p.wake.Wait()
+			p.idle--
+		}
+		if p.head == len(p.ready) {
+			p.workers--
+			p.mu.Unlock()
 			return
 		}
+		p.run(p.take())
 	}
 }
 
-// run runs fn and then every function queued behind it under key.
-func (s *Serializer) run(key string, fn func()) {
-	for {
-		fn()
-		// Done only after the lane's bookkeeping, so that once Wait returns
-		// every lane is idle (Busy reports 0).
-		s.mu.Lock()
-		q := s.waiting[key]
-		if len(q) == 0 {
-			delete(s.waiting, key)
-			s.mu.Unlock()
-			s.wg.Done()
-			return
-		}
-		fn = q[0]
+// take removes the next ready lane. Called with mu held, ready not empty.
+func (p *Pool) take() lane {
+	l := p.ready[p.head]
+	p.ready[p.head] = lane{}
+	p.head++
+	return l
+}
+
+// run runs l without mu held, then queues its key's next function, if
+// any, behind the work of other keys that waited meanwhile. Called and
+// returns with mu held.
+func (p *Pool) run(l lane) {
+	p.mu.Unlock()
+	l.fn()
+	p.mu.Lock()
+	if q := p.waiting[l.key]; len(q) > 0 {
+		next := q[0]
 		q[0] = nil
-		s.waiting[key] = q[1:]
-		s.mu.Unlock()
-		s.wg.Done()
+		p.waiting[l.key] = q[1:]
+		p.push(lane{l.key, next})
+	} else {
+		delete(p.waiting, l.key)
 	}
+	// Done only after the key's bookkeeping, so that once Wait returns
+	// every key is idle (Busy reports 0).
+	p.wg.Done()
 }
 
-// Busy reports how many keys have a function running.
-func (s *Serializer) Busy() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.waiting)
+// Busy reports how many keys have a function ready or running.
+func (p *Pool) Busy() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.waiting)
 }
 
 // Wait blocks until every submitted function has returned.
-func (s *Serializer) Wait() { s.wg.Wait() }
+func (p *Pool) Wait() { p.wg.Wait() }
 
-// Close lets the idle goroutines exit; lanes still running finish first,
-// and a lane submitted later runs on a goroutine that exits after it.
-func (s *Serializer) Close() { s.once.Do(func() { close(s.quit) }) }
+// Close lets the goroutines exit once nothing is ready; functions submitted
+// later still run, on a goroutine started for them.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	p.wake.Broadcast()
+}

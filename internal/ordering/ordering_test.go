@@ -2,7 +2,6 @@ package ordering
 
 import (
 	"fmt"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +15,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestSerialPerKeyParallelAcross(t *testing.T) {
 	t.Parallel()
-	s := New()
+	const n = 8
+	s := New(n)
 	defer s.Close()
 	const keys, perKey = 50, 40
 	var mu sync.Mutex
@@ -57,36 +57,60 @@ func TestSerialPerKeyParallelAcross(t *testing.T) {
 		}
 	}
 	require.Greater(t, maxParallel.Load(), int32(1), "different keys ran in parallel")
+	require.LessOrEqual(t, maxParallel.Load(), int32(n), "more than n at once")
+}
+
+// TestBounded: with more ready work than goroutines, exactly n functions
+// run; the rest start, in the order submitted, as those return.
+func TestBounded(t *testing.T) {
+	t.Parallel()
+	const n = 3
+	s := New(n)
+	defer s.Close()
+	gate := make(chan struct{})
+	started := make(chan int, 3*n)
+	for i := range 3 * n {
+		s.Submit(fmt.Sprint("k", i), func() {
+			started <- i
+			<-gate
+		})
+	}
+	for i := range n {
+		require.Equal(t, i, <-started)
+	}
+	select {
+	case i := <-started:
+		t.Fatalf("function %d started while %d were running", i, n)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(gate)
+	for i := n; i < 3*n; i++ {
+		require.Equal(t, i, <-started, "started in the order submitted")
+	}
+	s.Wait()
 }
 
 func TestWaitWithNothingSubmitted(t *testing.T) {
 	t.Parallel()
-	s := New()
+	s := New(4)
 	s.Wait()
 	s.Close()
 }
 
-// TestGoroutinesReused: lanes submitted after others finished run on the
-// goroutines those left parked, and Close lets them go (goleak checks that
-// at the end).
-func TestGoroutinesReused(t *testing.T) {
+// TestSubmitAfterClose: work submitted after Close still runs, and every
+// goroutine exits (goleak checks at the end).
+func TestSubmitAfterClose(t *testing.T) {
 	t.Parallel()
-	s := New()
-	defer s.Close()
-	const wave = 8
-	for w := range 5 {
-		gate := make(chan struct{})
-		for i := range wave {
-			s.Submit(fmt.Sprint("k", w, i), func() { <-gate })
-		}
-		close(gate)
-		s.Wait()
-		for s.parked.Load() < wave {
-			runtime.Gosched()
-		}
+	s := New(4)
+	var ran atomic.Int32
+	for i := range 10 {
+		s.Submit(fmt.Sprint(i%3), func() { ran.Add(1) })
 	}
-	// Without reuse every lane starts a goroutine (40). A goroutine counted
-	// as parked an instant before it waits can still miss a Submit, so
-	// allow a few.
-	require.Less(t, s.started.Load(), int32(2*wave), "later waves ran on the first wave's goroutines")
+	s.Wait()
+	s.Close()
+	done := make(chan struct{})
+	s.Submit("late", func() { ran.Add(1); close(done) })
+	<-done
+	s.Wait()
+	require.Equal(t, int32(11), ran.Load())
 }
