@@ -195,3 +195,157 @@ func TestHandedOverTaskGivenBack(t *testing.T) {
 	require.Equal(t, 1, n)
 	claim("3", 2)
 }
+
+// TestKnownSuccessors: a promotion notes the next few backlog tasks in the
+// new head (next_ids, next_more), later finishes take them in that order
+// without searching, and every change to the backlog makes the head forget
+// them first, so the run order stays (scheduled_at, enqueue order): a
+// cancel, an enqueue of an earlier task and a reschedule in the middle of
+// a known run, a known run running out, and ties in scheduled_at (which
+// are never noted).
+func TestKnownSuccessors(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	set, err := b.store.Settings(ctx, b.db.Pool)
+	require.NoError(t, err)
+	all := make([]int32, set.PartitionCount)
+	for i := range all {
+		all[i] = int32(i)
+	}
+	base := time.Now().Add(-3 * time.Second).Truncate(time.Millisecond) // due, within the grace window
+	at := func(i int) time.Time { return base.Add(time.Duration(i) * 10 * time.Millisecond) }
+	var tasks []pgsched.Task
+	for i := range 30 {
+		tasks = append(tasks, pgsched.Task{OrderingID: "k", ScheduledAt: at(i), UniquenessKey: fmt.Sprintf("%02d", i)})
+	}
+	_, err = b.client.ScheduleMany(ctx, tasks)
+	require.NoError(t, err)
+
+	// ids by uniqueness_key, and what the head of o knows.
+	idOf := func(o, key string) int64 {
+		t.Helper()
+		var id int64
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT id FROM "+b.db.Schema+".tasks WHERE ordering_id = $1 AND uniqueness_key = $2", o, key).Scan(&id))
+		return id
+	}
+	type knows struct {
+		IDs  []int64
+		More bool
+	}
+	known := func(o string) knows {
+		t.Helper()
+		var k knows
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT next_ids, next_more FROM "+b.db.Schema+".heads WHERE ordering_id = $1", o).Scan(&k.IDs, &k.More))
+		return k
+	}
+	ids := func(o string, keys ...int) []int64 {
+		out := make([]int64, len(keys))
+		for i, k := range keys {
+			out[i] = idOf(o, fmt.Sprintf("%02d", k))
+		}
+		return out
+	}
+	span := func(from, to int) []int {
+		var out []int
+		for i := from; i <= to; i++ {
+			out = append(out, i)
+		}
+		return out
+	}
+	var epoch int64
+	// next finishes c and returns its handed-over successor.
+	next := func(c store.Claimed) store.Claimed {
+		t.Helper()
+		res, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+		}}, store.Handover{Max: 1, Partitions: all, Limit: 1000})
+		require.NoError(t, err)
+		require.Equal(t, []int64{c.ID}, res.Applied)
+		require.Len(t, res.HandedOver, 1, "after %s", c.UniquenessKey)
+		return res.HandedOver[0]
+	}
+
+	c, e := claimTask(t, b, "k")
+	epoch = e
+	require.Equal(t, "00", c.UniquenessKey)
+	require.Equal(t, knows{}, known("k"), "an enqueued head knows nothing yet")
+	// The search for 01 notes 02..09, and there is more.
+	c = next(c)
+	require.Equal(t, "01", c.UniquenessKey)
+	require.Equal(t, knows{IDs: ids("k", span(2, 9)...), More: true}, known("k"))
+	for i := 2; i <= 9; i++ {
+		c = next(c)
+		require.Equal(t, fmt.Sprintf("%02d", i), c.UniquenessKey)
+		if i < 9 {
+			require.Equal(t, knows{IDs: ids("k", span(i+1, 9)...), More: true}, known("k"))
+		}
+	}
+	// 09 was the last known: 10 is searched for again, and 11..18 noted.
+	require.Equal(t, knows{More: true}, known("k"))
+	c = next(c)
+	require.Equal(t, "10", c.UniquenessKey)
+	require.Equal(t, knows{IDs: ids("k", span(11, 18)...), More: true}, known("k"))
+
+	// A cancel in the known run: the head forgets; 12 never runs.
+	require.NoError(t, b.client.Cancel(ctx, pgsched.Key{OrderingID: "k", ScheduledAt: at(12), UniquenessKey: "12"}))
+	require.Equal(t, knows{More: true}, known("k"))
+	c = next(c)
+	require.Equal(t, "11", c.UniquenessKey)
+	require.Equal(t, knows{IDs: ids("k", 13, 14, 15, 16, 17, 18, 19, 20), More: true}, known("k"))
+
+	// An earlier task enqueued while 11 runs goes before the known 13.
+	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "k", ScheduledAt: at(12), UniquenessKey: "12b"})
+	require.NoError(t, err)
+	require.Equal(t, knows{More: true}, known("k"))
+	c = next(c)
+	require.Equal(t, "12b", c.UniquenessKey)
+
+	// 14 moved to the end while 13 runs: 13, 15, 16, ..., 29, then 14.
+	c = next(c)
+	require.Equal(t, "13", c.UniquenessKey)
+	require.NoError(t, b.client.Reschedule(ctx, pgsched.Key{OrderingID: "k", ScheduledAt: at(14), UniquenessKey: "14"}, at(40)))
+	require.Equal(t, knows{More: true}, known("k"))
+	for i := 15; i <= 29; i++ {
+		c = next(c)
+		require.Equal(t, fmt.Sprintf("%02d", i), c.UniquenessKey)
+	}
+	c = next(c)
+	require.Equal(t, "14", c.UniquenessKey)
+	require.Equal(t, knows{}, known("k"), "the last task knows nothing, and nothing follows")
+
+	// Ties: the same scheduled_at runs in enqueue order (id), which the
+	// backlog's index (by uniqueness_key) does not give, so a window with
+	// a tie is never noted. x2 ("z") is enqueued before x3 ("a").
+	for _, task := range []pgsched.Task{
+		{OrderingID: "tie", ScheduledAt: at(0), UniquenessKey: "x0"},
+		{OrderingID: "tie", ScheduledAt: at(1), UniquenessKey: "x1"},
+		{OrderingID: "tie", ScheduledAt: at(2), UniquenessKey: "z"},
+		{OrderingID: "tie", ScheduledAt: at(2), UniquenessKey: "a"},
+		{OrderingID: "tie", ScheduledAt: at(3), UniquenessKey: "x4"},
+	} {
+		_, err = b.client.Schedule(ctx, task)
+		require.NoError(t, err)
+	}
+	c, epoch = claimTask(t, b, "tie")
+	var order []string
+	for {
+		order = append(order, c.UniquenessKey)
+		if c.UniquenessKey == "x0" {
+			// The search for x1 saw the tie further on: nothing noted.
+			res, err := b.store.Finish(ctx, b.db.Pool, "test-tie", epoch, []store.Outcome{{
+				Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+			}}, store.Handover{Max: 1, Partitions: all, Limit: 1000})
+			require.NoError(t, err)
+			require.Len(t, res.HandedOver, 1)
+			require.Equal(t, knows{}, known("tie"))
+			c = res.HandedOver[0]
+			continue
+		}
+		if c.UniquenessKey == "x4" {
+			break
+		}
+		c = next(c)
+	}
+	require.Equal(t, []string{"x0", "x1", "z", "a", "x4"}, order)
+}

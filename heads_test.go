@@ -815,6 +815,69 @@ func (r *propRun) check() {
 		}
 	}
 
+	// (g) A head's known successors (next_tids, next_ids) are the first
+	// backlog rows of its ordering_id in run order, by ctid and id, and
+	// next_more says whether any follow them.
+	type tidID struct {
+		tid string
+		id  int64
+	}
+	queue := map[string][]tidID{}
+	rows, err := r.b.db.Pool.Query(r.ctx, "SELECT ordering_id, ctid::text, id FROM "+r.b.db.Schema+".backlog ORDER BY ordering_id, scheduled_at, id")
+	r.must(err, "reading backlog ctids")
+	for rows.Next() {
+		var o string
+		var x tidID
+		if err := rows.Scan(&o, &x.tid, &x.id); err != nil {
+			rows.Close()
+			r.must(err, "scanning backlog ctids")
+		}
+		queue[o] = append(queue[o], x)
+	}
+	r.must(rows.Err(), "reading backlog ctids")
+	type known struct {
+		o             string
+		tids          []string
+		ids           []int64
+		more, backlog bool
+		noTids, noIDs bool
+	}
+	var knowns []known
+	rows, err = r.b.db.Pool.Query(r.ctx, "SELECT ordering_id, coalesce(next_tids::text[], '{}'), coalesce(next_ids, '{}'), next_more, backlog, "+
+		"next_tids IS NULL, next_ids IS NULL FROM "+r.b.db.Schema+".heads")
+	r.must(err, "reading known successors")
+	for rows.Next() {
+		var k known
+		if err := rows.Scan(&k.o, &k.tids, &k.ids, &k.more, &k.backlog, &k.noTids, &k.noIDs); err != nil {
+			rows.Close()
+			r.must(err, "scanning known successors")
+		}
+		knowns = append(knowns, k)
+	}
+	r.must(rows.Err(), "reading known successors")
+	for _, k := range knowns {
+		if k.noTids && k.noIDs {
+			continue
+		}
+		r.counts["known successors"]++
+		o, tids, ids, q := k.o, k.tids, k.ids, queue[k.o]
+		switch {
+		case k.noTids != k.noIDs || len(tids) != len(ids) || len(tids) == 0:
+			r.fail("head of %s knows successor ctids %v and ids %v", o, tids, ids)
+		case len(tids) > len(q):
+			r.fail("head of %s knows %d successors, %d are queued", o, len(tids), len(q))
+		case k.more != (len(q) > len(tids)):
+			r.fail("head of %s knows %d successors with next_more %v, and %d tasks are queued", o, len(tids), k.more, len(q))
+		case !k.backlog:
+			r.fail("head of %s knows successors but says it has no backlog", o)
+		}
+		for i := range tids {
+			if q[i].tid != tids[i] || q[i].id != ids[i] {
+				r.fail("head of %s knows successor %d as %s id %d; the backlog's is %s id %d", o, i+1, tids[i], ids[i], q[i].tid, q[i].id)
+			}
+		}
+	}
+
 	// (f) A completion writes one tombstone, a dead task one row; enqueuing
 	// a completed key again writes nothing.
 	var completions, dead int

@@ -96,6 +96,12 @@ CREATE TABLE pgsched.heads (
     -- task that was claimed, and for every task not running);
     -- finish_tasks stops handing over at a limit.
     chain          integer     NOT NULL DEFAULT 0,
+    -- The tasks known to come next (see "Known successors" below): the
+    -- ctids and ids of the first backlog rows of this ordering_id in run
+    -- order, and whether more follow them. NULL: not known.
+    next_tids      tid[],
+    next_ids       bigint[],
+    next_more      boolean     NOT NULL DEFAULT false,
     PRIMARY KEY (partition_id, ordering_id),
     CHECK (octet_length(ordering_id) BETWEEN 1 AND 255),
     CHECK (octet_length(uniqueness_key) <= 255),
@@ -122,6 +128,26 @@ CREATE TABLE pgsched.heads (
 -- reads blocks HOT only when its value changes). Every query that wants
 -- the index says chain = 0.
 CREATE INDEX heads_due ON pgsched.heads (partition_id, run_at) WHERE chain = 0;
+
+-- Known successors. Finding an ordering_id's next task is an index scan of
+-- the backlog, and a btree scan reads every entry of the key on the leaf
+-- page it starts on, not only the two it returns: with a hundred tasks
+-- queued per ordering_id that was a third of an ordered finish. So the
+-- scan that promotes a task also notes the next few (next_tids, next_ids,
+-- next_more) in the new head, and the finishes that follow take the
+-- successor by ctid, in the statement that deletes its predecessor.
+--
+-- The rule that keeps this right: whoever changes an ordering_id's backlog
+-- other than by such a promotion (schedule_many, cancel, reschedule,
+-- settle_heads) first writes NULL into its head's next_tids, in the same
+-- transaction, with a row update rather than a lock. A finisher deletes
+-- the head in the statement that reads next_tids, so it either sees the
+-- NULL (the writer committed first, or committed while the finisher
+-- waited for the row: PostgreSQL then re-reads the newest row version) or
+-- the writer waits for the finisher. Ties in scheduled_at, whose order is
+-- the task id rather than the index's uniqueness_key, are never noted;
+-- the id is checked with the ctid, so a table rewrite (VACUUM FULL) that
+-- moves rows only costs the scan.
 
 -- The same task columns as heads, in the same order, so a task moves
 -- between the two with its history (attempt, last_error, run_at).
@@ -342,7 +368,7 @@ BEGIN
         FROM st JOIN pgsched.heads h ON h.partition_id = st.p AND h.ordering_id = st.o
         WHERE st.swap AND st.has_head
     ), flagged AS (
-        UPDATE pgsched.heads h SET backlog = st.has_next
+        UPDATE pgsched.heads h SET backlog = st.has_next, next_tids = NULL, next_ids = NULL
         FROM st
         WHERE NOT st.swap AND st.has_head AND st.flag <> st.has_next
           AND h.partition_id = st.p AND h.ordering_id = st.o
@@ -359,7 +385,7 @@ BEGIN
     SET scheduled_at = excluded.scheduled_at, uniqueness_key = excluded.uniqueness_key, id = excluded.id,
         kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, attempt = excluded.attempt,
         revision = excluded.revision, last_error = excluded.last_error, created_at = excluded.created_at,
-        backlog = excluded.backlog;
+        backlog = excluded.backlog, next_tids = NULL, next_ids = NULL;
 END
 $$;
 -- +goose StatementEnd
@@ -488,6 +514,13 @@ BEGIN
     END IF;
     -- n heads written for n positions: every position is its key's.
     fresh_all := coalesce(cardinality(fresh_ids), 0) = n;
+    IF NOT fresh_all THEN
+        -- The batch may change these ordering_ids' backlogs: their heads
+        -- forget their known successors first (see "Known successors").
+        UPDATE pgsched.heads h SET next_tids = NULL, next_ids = NULL
+        FROM (SELECT DISTINCT x.p, x.o COLLATE "C" AS o FROM unnest(parts, ordering_ids) AS x(p, o)) k
+        WHERE h.partition_id = k.p AND h.ordering_id = k.o AND h.next_tids IS NOT NULL;
+    END IF;
     IF NOT fresh_all AND fresh_ids IS NOT NULL THEN
         SELECT array_agg(f.i) INTO fresh FROM (
             SELECT DISTINCT ON (x.p, x.o COLLATE "C") x.p, x.o COLLATE "C" AS o, x.i
@@ -640,8 +673,11 @@ DECLARE
     uk text := coalesce(uniqueness_key, '');
     hd record;
 BEGIN
-    SELECT h.scheduled_at, h.uniqueness_key, h.running INTO hd FROM pgsched.heads h
-    WHERE h.partition_id = p AND h.ordering_id = cancel.ordering_id FOR UPDATE;
+    -- Locks the head, forgetting its known successors: the backlog may
+    -- change (see "Known successors").
+    UPDATE pgsched.heads h SET next_tids = NULL, next_ids = NULL
+    WHERE h.partition_id = p AND h.ordering_id = cancel.ordering_id
+    RETURNING h.scheduled_at, h.uniqueness_key, h.running INTO hd;
     IF FOUND AND hd.scheduled_at = cancel.scheduled_at AND hd.uniqueness_key = uk THEN
         IF hd.running THEN
             RAISE EXCEPTION 'pgsched: task (%, %, %) is running and cannot be cancelled',
@@ -687,8 +723,11 @@ BEGIN
             USING ERRCODE = 'PGS02';
     END IF;
     p := pgsched.partition_of(ordering_id, s.partition_count);
-    SELECT h.scheduled_at, h.uniqueness_key, h.running INTO hd FROM pgsched.heads h
-    WHERE h.partition_id = p AND h.ordering_id = reschedule.ordering_id FOR UPDATE;
+    -- Locks the head, forgetting its known successors: the backlog may
+    -- change (see "Known successors").
+    UPDATE pgsched.heads h SET next_tids = NULL, next_ids = NULL
+    WHERE h.partition_id = p AND h.ordering_id = reschedule.ordering_id
+    RETURNING h.scheduled_at, h.uniqueness_key, h.running INTO hd;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uk USING ERRCODE = 'PGS04';
     END IF;
@@ -854,12 +893,25 @@ DECLARE
     back_o  text[];
     back_id bigint[];
     room    integer := coalesce(p_chain, 0);
+    known_n integer;
+    moved_n integer;
+    fast    pgsched.heads[];
+    promoted integer := 0;
     handed  integer := 0;
+    n       integer;
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(outcomes) AS x(outcome) WHERE x.outcome NOT IN ('completed', 'dead')) THEN
         PERFORM pgsched.lock_heads(partition_ids, ordering_ids);
     END IF;
 
+    IF room > 0 AND NOT EXISTS (SELECT 1 FROM pgsched.nodes n
+                                WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()) THEN
+        room := 0;
+    END IF;
+
+    -- Completed and dead tasks leave; where the head knew its successor
+    -- (next_tids, see "Known successors"), the successor moves up in the
+    -- same statement, by ctid.
     WITH gone AS (
         DELETE FROM pgsched.heads h
         USING (
@@ -880,52 +932,95 @@ BEGIN
         INSERT INTO pgsched.dead_tasks (partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, last_error, node_id)
         SELECT g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt, g.err, g.node_id
         FROM gone g WHERE g.outcome = 'dead'
+    ), known AS (
+        SELECT g.partition_id AS p, g.ordering_id AS o, g.chain AS c, g.next_tids[1] AS tid, g.next_ids[1] AS id,
+               g.next_tids[2:] AS rest_tids, g.next_ids[2:] AS rest_ids, g.next_more AS more_after,
+               row_number() OVER () AS i
+        FROM gone g WHERE g.backlog AND cardinality(g.next_tids) > 0
+    ), moved AS (
+        DELETE FROM pgsched.backlog b USING known k
+        WHERE b.partition_id = k.p AND b.ctid = k.tid AND b.id = k.id AND b.ordering_id = k.o
+        RETURNING b.*, k.rest_tids, k.rest_ids, k.more_after, k.c AS prev_chain,
+                  k.i <= room AND b.run_at <= now() AND k.c < p_chain_limit
+                      AND b.partition_id = ANY (p_chain_partitions) AS run
+    ), ins AS (
+        INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
+                                        run_at, attempt, revision, last_error, created_at, backlog,
+                                        running, node_id, epoch, claimed_at, chain, next_tids, next_ids, next_more)
+        SELECT m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
+               m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at,
+               cardinality(m.rest_tids) > 0 OR m.more_after,
+               m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
+               CASE WHEN m.run THEN now() END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
+               CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_tids END,
+               CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after
+        FROM moved m
+        RETURNING h.*
     )
-    SELECT array_agg(g.partition_id) FILTER (WHERE g.backlog), array_agg(g.ordering_id) FILTER (WHERE g.backlog),
-           array_agg(g.chain) FILTER (WHERE g.backlog), array_agg(g.id)
-    INTO gone_p, gone_o, gone_c, gone_id FROM gone g;
+    SELECT array_agg(g.partition_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
+           array_agg(g.ordering_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
+           array_agg(g.chain) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
+           array_agg(g.id), count(*) FILTER (WHERE g.backlog AND cardinality(g.next_tids) > 0),
+           (SELECT count(*) FROM ins), (SELECT array_agg(x::pgsched.heads) FROM ins x WHERE x.running)
+    INTO gone_p, gone_o, gone_c, gone_id, known_n, moved_n, fast FROM gone g;
+
+    IF fast IS NOT NULL THEN
+        RETURN QUERY
+        SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
+               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer
+        FROM unnest(fast) x;
+        handed := cardinality(fast);
+    END IF;
+    promoted := moved_n;
 
     IF gone_p IS NOT NULL THEN
-        IF room > 0 AND NOT EXISTS (SELECT 1 FROM pgsched.nodes n
-                                    WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()) THEN
-            room := 0;
-        END IF;
-        -- The next task of each ordering_id with a backlog becomes its head.
+        -- The others' next task: the first backlog task of each by
+        -- (scheduled_at, id), in a statement of its own, whose fresh
+        -- snapshot (taken with the heads deleted, so locked) sees every
+        -- task enqueued before. One index scan reads the first ten by
+        -- (scheduled_at, uniqueness_key): the first is the successor
+        -- unless the second has the same scheduled_at (then a second
+        -- probe takes the earliest enqueued), and if no two share a
+        -- scheduled_at the next eight become the new head's known
+        -- successors.
         RETURN QUERY
         WITH pick AS (
-            SELECT k.p, k.c, k.i, coalesce(t.tid, f.tid) AS tid, f.next_sa IS NOT NULL AS more
+            SELECT k.p, k.c, k.i, coalesce(t.tid, f.tids[1]) AS tid, f.n > 1 AS more,
+                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.tids[2:9] END AS next_tids,
+                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.ids[2:9] END AS next_ids,
+                   f.n = 10 AS next_more
             FROM unnest(gone_p, gone_o, gone_c) WITH ORDINALITY AS k(p, o, c, i)
             CROSS JOIN LATERAL (
-                -- The first by the backlog's key and the scheduled_at of the
-                -- second; lead() reads the scan's order, no sort.
-                SELECT x.tid, x.scheduled_at, lead(x.scheduled_at) OVER (ORDER BY x.scheduled_at, x.uniqueness_key) AS next_sa
+                SELECT array_agg(x.tid ORDER BY x.scheduled_at, x.uniqueness_key) AS tids,
+                       array_agg(x.id ORDER BY x.scheduled_at, x.uniqueness_key) AS ids,
+                       min(x.scheduled_at) AS sa1, count(*) AS n, count(DISTINCT x.scheduled_at) AS nd
                 FROM (
-                    SELECT b.ctid AS tid, b.scheduled_at, b.uniqueness_key FROM pgsched.backlog b
+                    SELECT b.ctid AS tid, b.id, b.scheduled_at, b.uniqueness_key FROM pgsched.backlog b
                     WHERE b.partition_id = k.p AND b.ordering_id = k.o
-                    ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 2
+                    ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 10
                 ) x
-                LIMIT 1
             ) f
             LEFT JOIN LATERAL (
                 SELECT b.ctid AS tid FROM pgsched.backlog b
-                WHERE f.next_sa = f.scheduled_at
-                  AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.scheduled_at
+                WHERE f.n > 1 AND f.nd < f.n
+                  AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.sa1
                 ORDER BY b.id LIMIT 1
             ) t ON true
         ), moved AS (
             DELETE FROM pgsched.backlog b USING pick
             WHERE b.partition_id = pick.p AND b.ctid = pick.tid
-            RETURNING b.*, pick.more, pick.c AS prev_chain,
-                      pick.i <= room AND b.run_at <= now() AND pick.c < p_chain_limit
+            RETURNING b.*, pick.more, pick.next_tids, pick.next_ids, pick.next_more, pick.c AS prev_chain,
+                      pick.i + known_n <= room AND b.run_at <= now() AND pick.c < p_chain_limit
                           AND b.partition_id = ANY (p_chain_partitions) AS run
         ), ins AS (
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                             run_at, attempt, revision, last_error, created_at, backlog,
-                                            running, node_id, epoch, claimed_at, chain)
+                                            running, node_id, epoch, claimed_at, chain, next_tids, next_ids, next_more)
             SELECT m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
                    m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at, m.more,
                    m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
-                   CASE WHEN m.run THEN now() END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END
+                   CASE WHEN m.run THEN now() END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
+                   m.next_tids, m.next_ids, m.next_more
             FROM moved m
             RETURNING h.partition_id, h.id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.kind, h.payload,
                       h.attempt, h.run_at, h.claimed_at, h.running
@@ -933,7 +1028,25 @@ BEGIN
         SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
                x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer
         FROM ins x WHERE x.running;
-        GET DIAGNOSTICS handed = ROW_COUNT;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        handed := handed + n;
+        promoted := promoted + cardinality(gone_p);
+    END IF;
+
+    IF moved_n < known_n THEN
+        -- A known successor was not where its head said (never, while
+        -- every writer keeps the rule; a table rewrite moves rows): the
+        -- general path gives these ordering_ids a head.
+        SELECT array_agg(u.p), array_agg(u.o) INTO back_p, back_o
+        FROM unnest(partition_ids, ordering_ids, outcomes) AS u(p, o, outcome)
+        WHERE u.outcome IN ('completed', 'dead')
+          AND NOT EXISTS (SELECT 1 FROM pgsched.heads h WHERE h.partition_id = u.p AND h.ordering_id = u.o);
+        IF back_p IS NOT NULL THEN
+            PERFORM pgsched.settle_heads(back_p, back_o);
+            promoted := promoted + cardinality(back_p);
+        END IF;
+        back_p := NULL;
+        back_o := NULL;
     END IF;
 
     IF cardinality(gone_id) IS DISTINCT FROM cardinality(task_ids) THEN
@@ -958,10 +1071,11 @@ BEGIN
 
     applied := coalesce(gone_id, '{}') || coalesce(back_id, '{}');
     -- Heads this call left idle for a claim to take: promoted and not
-    -- handed over (counted from the heads flagged as having a backlog, so
-    -- one whose backlog a cancel emptied meanwhile counts too), and given
-    -- back. Zero tells the worker nothing new may have become due.
-    claimable := coalesce(cardinality(gone_p), 0) - handed + coalesce(cardinality(back_id), 0);
+    -- handed over (those looked for by the second statement counted from
+    -- the heads flagged as having a backlog, so one whose backlog a cancel
+    -- emptied meanwhile counts too), and given back. Zero tells the worker
+    -- nothing new may have become due.
+    claimable := promoted - handed + coalesce(cardinality(back_id), 0);
     RETURN NEXT;
 END
 $$;

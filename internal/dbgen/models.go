@@ -106,6 +106,9 @@ type PgschedHead struct {
 	Epoch         pgtype.Int8
 	ClaimedAt     *time.Time
 	Chain         int32
+	NextTids      []pgtype.TID
+	NextIds       []int64
+	NextMore      bool
 }
 
 type PgschedLateness struct {

@@ -237,10 +237,10 @@ type TaskFinishRow struct {
 
 // TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
 // row marked summary carries the ids that changed (applied) and how many
-// heads were left for a claim (claimable); each other
-// row is a successor handed straight to the node as running, shaped like a
-// claimed task. The summary row's task columns are placeholders, so that
-// every column scans into a plain Go value.
+// heads were left for a claim (claimable); each other row is a successor
+// handed straight to the node as running, shaped like a claimed task. The
+// summary row's task columns are placeholders, so that every column scans
+// into a plain Go value.
 func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams) ([]TaskFinishRow, error) {
 	rows, err := db.Query(ctx, taskFinish,
 		arg.NodeID,
