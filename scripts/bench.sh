@@ -34,7 +34,6 @@
 #   BENCH_SUSTAINED_RATE (0)     enqueue cap in the sustained run; 0 = none
 #   BENCH_BACKLOG (1000000)      backlog drain size
 #   BENCH_CLAIM_PENDING (10000,1000000)  not-due sizes for claim latency
-#   BENCH_CLAIM_RATE (100)       due tasks/s during claim latency
 #   BENCH_CLAIM_DURATION (10s)
 #   BENCH_ONLY                   cmd/bench -only list (e.g. burn-own,backlog)
 #   BENCH_RIVER_WORKERS (100,2000)  River MaxWorkers values
@@ -178,7 +177,6 @@ args=(-runs "$RUNS" -n "$N")
 [ -n "${BENCH_SUSTAINED_RATE:-}" ] && args+=(-sustained-rate "$BENCH_SUSTAINED_RATE")
 [ -n "${BENCH_BACKLOG:-}" ] && args+=(-backlog "$BENCH_BACKLOG")
 [ -n "${BENCH_CLAIM_PENDING:-}" ] && args+=(-claim-pending "$BENCH_CLAIM_PENDING")
-[ -n "${BENCH_CLAIM_RATE:-}" ] && args+=(-claim-rate "$BENCH_CLAIM_RATE")
 [ -n "${BENCH_CLAIM_DURATION:-}" ] && args+=(-claim-duration "$BENCH_CLAIM_DURATION")
 
 # The headline burn-downs run in rounds (see the top); the rest after.
