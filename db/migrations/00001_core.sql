@@ -898,7 +898,7 @@ DECLARE
     fast    pgsched.heads[];
     promoted integer := 0;
     handed  integer := 0;
-    n       integer;
+    handed2 integer;
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(outcomes) AS x(outcome) WHERE x.outcome NOT IN ('completed', 'dead')) THEN
         PERFORM pgsched.lock_heads(partition_ids, ordering_ids);
@@ -1028,8 +1028,8 @@ BEGIN
         SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
                x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer
         FROM ins x WHERE x.running;
-        GET DIAGNOSTICS n = ROW_COUNT;
-        handed := handed + n;
+        GET DIAGNOSTICS handed2 = ROW_COUNT;
+        handed := handed + handed2;
         promoted := promoted + cardinality(gone_p);
     END IF;
 
