@@ -3,6 +3,7 @@ package pgsched_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -213,11 +214,16 @@ func TestKnownSuccessors(t *testing.T) {
 	for i := range all {
 		all[i] = int32(i)
 	}
+	// known16 mirrors finish_tasks: a search for a successor notes the next
+	// 16 tasks in the new head.
+	const known16 = 16
+	const n = 2*known16 + 14
 	base := time.Now().Add(-3 * time.Second).Truncate(time.Millisecond) // due, within the grace window
 	at := func(i int) time.Time { return base.Add(time.Duration(i) * 10 * time.Millisecond) }
+	key := func(i int) string { return fmt.Sprintf("%02d", i) }
 	var tasks []pgsched.Task
-	for i := range 30 {
-		tasks = append(tasks, pgsched.Task{OrderingID: "k", ScheduledAt: at(i), UniquenessKey: fmt.Sprintf("%02d", i)})
+	for i := range n {
+		tasks = append(tasks, pgsched.Task{OrderingID: "k", ScheduledAt: at(i), UniquenessKey: key(i)})
 	}
 	_, err = b.client.ScheduleMany(ctx, tasks)
 	require.NoError(t, err)
@@ -239,17 +245,13 @@ func TestKnownSuccessors(t *testing.T) {
 		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT next_ids, next_more FROM "+b.db.Schema+".heads WHERE ordering_id = $1", o).Scan(&k.IDs, &k.More))
 		return k
 	}
-	ids := func(o string, keys ...int) []int64 {
-		out := make([]int64, len(keys))
-		for i, k := range keys {
-			out[i] = idOf(o, fmt.Sprintf("%02d", k))
-		}
-		return out
-	}
-	span := func(from, to int) []int {
-		var out []int
+	// span is the ids of tasks from..to of k, less those in skip.
+	span := func(from, to int, skip ...int) []int64 {
+		var out []int64
 		for i := from; i <= to; i++ {
-			out = append(out, i)
+			if !slices.Contains(skip, i) {
+				out = append(out, idOf("k", key(i)))
+			}
 		}
 		return out
 	}
@@ -268,50 +270,52 @@ func TestKnownSuccessors(t *testing.T) {
 
 	c, e := claimTask(t, b, "k")
 	epoch = e
-	require.Equal(t, "00", c.UniquenessKey)
+	require.Equal(t, key(0), c.UniquenessKey)
 	require.Equal(t, knows{}, known("k"), "an enqueued head knows nothing yet")
-	// The search for 01 notes 02..09, and there is more.
+	// The search for 01 notes the 16 after it, and there is more.
 	c = next(c)
-	require.Equal(t, "01", c.UniquenessKey)
-	require.Equal(t, knows{IDs: ids("k", span(2, 9)...), More: true}, known("k"))
-	for i := 2; i <= 9; i++ {
+	require.Equal(t, key(1), c.UniquenessKey)
+	last := 1 + known16
+	require.Equal(t, knows{IDs: span(2, last), More: true}, known("k"))
+	for i := 2; i <= last; i++ {
 		c = next(c)
-		require.Equal(t, fmt.Sprintf("%02d", i), c.UniquenessKey)
-		if i < 9 {
-			require.Equal(t, knows{IDs: ids("k", span(i+1, 9)...), More: true}, known("k"))
+		require.Equal(t, key(i), c.UniquenessKey)
+		if i < last {
+			require.Equal(t, knows{IDs: span(i+1, last), More: true}, known("k"))
 		}
 	}
-	// 09 was the last known: 10 is searched for again, and 11..18 noted.
+	// The last known one runs: the next is searched for again.
 	require.Equal(t, knows{More: true}, known("k"))
 	c = next(c)
-	require.Equal(t, "10", c.UniquenessKey)
-	require.Equal(t, knows{IDs: ids("k", span(11, 18)...), More: true}, known("k"))
+	s := last + 1
+	require.Equal(t, key(s), c.UniquenessKey)
+	require.Equal(t, knows{IDs: span(s+1, s+known16), More: true}, known("k"))
 
-	// A cancel in the known run: the head forgets; 12 never runs.
-	require.NoError(t, b.client.Cancel(ctx, pgsched.Key{OrderingID: "k", ScheduledAt: at(12), UniquenessKey: "12"}))
+	// A cancel in the known run: the head forgets; s+2 never runs.
+	require.NoError(t, b.client.Cancel(ctx, pgsched.Key{OrderingID: "k", ScheduledAt: at(s + 2), UniquenessKey: key(s + 2)}))
 	require.Equal(t, knows{More: true}, known("k"))
 	c = next(c)
-	require.Equal(t, "11", c.UniquenessKey)
-	require.Equal(t, knows{IDs: ids("k", 13, 14, 15, 16, 17, 18, 19, 20), More: true}, known("k"))
+	require.Equal(t, key(s+1), c.UniquenessKey)
+	require.Equal(t, knows{IDs: span(s+3, s+2+known16), More: true}, known("k"))
 
-	// An earlier task enqueued while 11 runs goes before the known 13.
-	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "k", ScheduledAt: at(12), UniquenessKey: "12b"})
+	// An earlier task enqueued while s+1 runs goes before the known s+3.
+	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "k", ScheduledAt: at(s + 2), UniquenessKey: "early"})
 	require.NoError(t, err)
 	require.Equal(t, knows{More: true}, known("k"))
 	c = next(c)
-	require.Equal(t, "12b", c.UniquenessKey)
+	require.Equal(t, "early", c.UniquenessKey)
 
-	// 14 moved to the end while 13 runs: 13, 15, 16, ..., 29, then 14.
+	// s+4 moved to the end while s+3 runs: s+3, s+5, ..., n-1, then s+4.
 	c = next(c)
-	require.Equal(t, "13", c.UniquenessKey)
-	require.NoError(t, b.client.Reschedule(ctx, pgsched.Key{OrderingID: "k", ScheduledAt: at(14), UniquenessKey: "14"}, at(40)))
+	require.Equal(t, key(s+3), c.UniquenessKey)
+	require.NoError(t, b.client.Reschedule(ctx, pgsched.Key{OrderingID: "k", ScheduledAt: at(s + 4), UniquenessKey: key(s + 4)}, at(n+10)))
 	require.Equal(t, knows{More: true}, known("k"))
-	for i := 15; i <= 29; i++ {
+	for i := s + 5; i < n; i++ {
 		c = next(c)
-		require.Equal(t, fmt.Sprintf("%02d", i), c.UniquenessKey)
+		require.Equal(t, key(i), c.UniquenessKey)
 	}
 	c = next(c)
-	require.Equal(t, "14", c.UniquenessKey)
+	require.Equal(t, key(s+4), c.UniquenessKey)
 	require.Equal(t, knows{}, known("k"), "the last task knows nothing, and nothing follows")
 
 	// Ties: the same scheduled_at runs in enqueue order (id), which the

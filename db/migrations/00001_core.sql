@@ -977,18 +977,18 @@ BEGIN
         -- The others' next task: the first backlog task of each by
         -- (scheduled_at, id), in a statement of its own, whose fresh
         -- snapshot (taken with the heads deleted, so locked) sees every
-        -- task enqueued before. One index scan reads the first ten by
+        -- task enqueued before. One index scan reads the first 18 by
         -- (scheduled_at, uniqueness_key): the first is the successor
         -- unless the second has the same scheduled_at (then a second
         -- probe takes the earliest enqueued), and if no two share a
-        -- scheduled_at the next eight become the new head's known
+        -- scheduled_at the next 16 become the new head's known
         -- successors.
         RETURN QUERY
         WITH pick AS (
             SELECT k.p, k.c, k.i, coalesce(t.tid, f.tids[1]) AS tid, f.n > 1 AS more,
-                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.tids[2:9] END AS next_tids,
-                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.ids[2:9] END AS next_ids,
-                   f.n = 10 AS next_more
+                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.tids[2:17] END AS next_tids,
+                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.ids[2:17] END AS next_ids,
+                   f.n = 18 AS next_more
             FROM unnest(gone_p, gone_o, gone_c) WITH ORDINALITY AS k(p, o, c, i)
             CROSS JOIN LATERAL (
                 SELECT array_agg(x.tid ORDER BY x.scheduled_at, x.uniqueness_key) AS tids,
@@ -997,7 +997,7 @@ BEGIN
                 FROM (
                     SELECT b.ctid AS tid, b.id, b.scheduled_at, b.uniqueness_key FROM pgsched.backlog b
                     WHERE b.partition_id = k.p AND b.ordering_id = k.o
-                    ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 10
+                    ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 18
                 ) x
             ) f
             LEFT JOIN LATERAL (
