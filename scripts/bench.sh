@@ -36,7 +36,10 @@
 #   BENCH_CLAIM_PENDING (10000,1000000)  not-due sizes for claim latency
 #   BENCH_CLAIM_DURATION (10s)
 #   BENCH_ONLY                   cmd/bench -only list (e.g. burn-own,backlog)
-#   BENCH_RIVER_WORKERS (100,2000)  River MaxWorkers values
+#   BENCH_RIVER_WORKERS (100,500,2000)  River MaxWorkers values: as many
+#                                handlers as pgsched runs, as many tasks as
+#                                it holds (running + prefetched), River's
+#                                own benchmark setting
 #   BENCH_RIVER_ONLY             riverbench -only list (burn, enqueue)
 #   BENCH_GW_CONCURRENCY (24)    graphile-worker concurrency
 #   BENCH_GW_TIMEOUT (900)       seconds before a graphile-worker run gives up
@@ -272,6 +275,7 @@ if [ "$headline" = 1 ]; then
   }
   ratio "(a) own ids / gw batched, % per round" '^burn-down .*own ordering_id' '^gw burn-down .*batched'
   ratio "(a) own ids / River 100 workers, % p.r." '^burn-down .*own ordering_id' '^river burn-down .* 100 workers'
+  ratio "(a) own ids / River 500 workers, % p.r." '^burn-down .*own ordering_id' '^river burn-down .* 500 workers'
   ratio "(a) own ids / River 2000 workers, % p.r." '^burn-down .*own ordering_id' '^river burn-down .* 2000 workers'
   ratio "(b) in order / (a) own ids, % per round" '^burn-down .*in order' '^burn-down .*own ordering_id'
 fi

@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("riverbench", flag.ContinueOnError)
 	fs.IntVar(&b.runs, "runs", 3, "runs per figure (median, min, max)")
 	fs.IntVar(&b.n, "n", 100_000, "jobs per burn-down and per batch-enqueue run")
-	workersFlag := fs.String("workers", "100,2000", "comma-separated MaxWorkers values for the burn-down (100 = pgsched's default concurrency; 2000 = River's own benchmark setting)")
+	workersFlag := fs.String("workers", "100,500,2000", "comma-separated MaxWorkers values for the burn-down (100 = the handlers pgsched runs in cmd/bench; 500 = the tasks it holds, 100 running and 400 prefetched; 2000 = River's own benchmark setting)")
 	// River's own benchmark (cmd/river bench) uses these two; the library's
 	// defaults (100 ms, 1 s) are much slower for a burn-down.
 	fs.DurationVar(&b.fetchCooldown, "fetch-cooldown", 2*time.Millisecond, "River FetchCooldown")
