@@ -75,10 +75,13 @@ func (p *Pool) push(l lane) {
 		p.ready, p.head = p.ready[:0], 0
 	}
 	p.ready = append(p.ready, l)
-	switch {
-	case p.idle > 0:
+	if p.idle > 0 {
 		p.wake.Signal()
-	case p.workers < p.max:
+	}
+	// A woken goroutine counts as idle until it has the lock again, so a
+	// burst of pushes cannot rely on the idle ones alone: every ready lane
+	// beyond them gets a goroutine of its own, up to max.
+	if len(p.ready)-p.head > p.idle && p.workers < p.max {
 		p.workers++
 		go p.work()
 	}

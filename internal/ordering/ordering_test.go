@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -88,6 +89,39 @@ func TestBounded(t *testing.T) {
 		require.Equal(t, i, <-started, "started in the order submitted")
 	}
 	s.Wait()
+}
+
+// TestBurstAfterIdle: a burst of work arriving while a goroutine sits idle
+// gets every goroutine up to n, not only the idle one. A woken goroutine
+// still counts as idle until it runs, and the pool used to take that for
+// free capacity: the burst then ran one at a time while the node believed
+// its handlers busy.
+func TestBurstAfterIdle(t *testing.T) {
+	t.Parallel()
+	const n = 8
+	s := New(n)
+	defer s.Close()
+	s.Submit("warm", func() {})
+	s.Wait()
+	require.Eventually(t, func() bool { // the warm goroutine waits for work
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.idle == 1
+	}, 10*time.Second, time.Millisecond)
+	gate := make(chan struct{})
+	var running atomic.Int32
+	for i := range n {
+		s.Submit(fmt.Sprint("k", i), func() {
+			running.Add(1)
+			<-gate
+		})
+	}
+	ok := assert.Eventually(t, func() bool { return running.Load() == n }, 10*time.Second, time.Millisecond,
+		"only some of the burst runs at once")
+	t.Logf("running at once: %d of %d", running.Load(), n)
+	close(gate)
+	s.Wait()
+	require.True(t, ok)
 }
 
 func TestWaitWithNothingSubmitted(t *testing.T) {
