@@ -353,3 +353,36 @@ func TestKnownSuccessors(t *testing.T) {
 	}
 	require.Equal(t, []string{"x0", "x1", "z", "a", "x4"}, order)
 }
+
+// TestFinishServingNoPartitions: a node that lost every partition while
+// its tasks still ran finishes them with an empty list of partitions to
+// hand over in, which reaches the database as NULL. The finish must record
+// the outcomes and hand nothing over, on both promotion paths (a successor
+// the head knew, a look into the backlog); it used to fail the whole batch
+// with a NOT NULL violation on every retry.
+func TestFinishServingNoPartitions(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	now := time.Now()
+	var tasks []pgsched.Task
+	for i := range 3 {
+		tasks = append(tasks, pgsched.Task{OrderingID: "np", ScheduledAt: now.Add(time.Duration(i) * time.Millisecond), UniquenessKey: fmt.Sprint(i)})
+	}
+	_, err := b.client.ScheduleMany(ctx, tasks)
+	require.NoError(t, err)
+	for i, path := range []string{"backlog probe", "known successor"} {
+		c, epoch := claimTask(t, b, "np")
+		require.Equal(t, fmt.Sprint(i), c.UniquenessKey)
+		var known bool
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT next_tids IS NOT NULL FROM "+b.db.Schema+".heads WHERE ordering_id = 'np'").Scan(&known))
+		require.Equal(t, i == 1, known, "%s: the head knows its successor", path)
+		res, err := b.store.Finish(ctx, b.db.Pool, "test-np", epoch, []store.Outcome{{
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+		}}, store.Handover{Max: 1, Partitions: nil, Limit: 16})
+		require.NoError(t, err, path)
+		require.Equal(t, []int64{c.ID}, res.Applied, path)
+		require.Empty(t, res.HandedOver, path)
+		require.Equal(t, 1, res.Claimable, "%s: the next task waits for a claim", path)
+	}
+}

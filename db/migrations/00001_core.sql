@@ -865,7 +865,8 @@ $$;
 -- turn. When p_chain is below the number of promotions, only the first
 -- p_chain promotions in the order the delete returned their heads may
 -- hand over (the worker passes the number of tasks the batch finishes,
--- which is never below it).
+-- which is never below it). A NULL p_chain_partitions or p_chain_limit
+-- hands nothing over.
 -- +goose StatementBegin
 CREATE FUNCTION pgsched.finish_tasks(
     p_node_id      text,
@@ -948,8 +949,8 @@ BEGIN
         DELETE FROM pgsched.backlog b USING known k
         WHERE b.partition_id = k.p AND b.ctid = k.tid AND b.id = k.id AND b.ordering_id = k.o
         RETURNING b.*, k.rest_tids, k.rest_ids, k.more_after, k.c AS prev_chain,
-                  k.i <= room AND b.run_at <= now() AND k.c < p_chain_limit
-                      AND b.partition_id = ANY (p_chain_partitions) AS run
+                  coalesce(k.i <= room AND b.run_at <= now() AND k.c < p_chain_limit
+                           AND b.partition_id = ANY (p_chain_partitions), false) AS run
     ), ins AS (
         INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                         run_at, attempt, revision, last_error, created_at, backlog,
@@ -1017,8 +1018,8 @@ BEGIN
             DELETE FROM pgsched.backlog b USING pick
             WHERE b.partition_id = pick.p AND b.ctid = pick.tid
             RETURNING b.*, pick.more, pick.next_tids, pick.next_ids, pick.next_more, pick.c AS prev_chain,
-                      pick.i + known_n <= room AND b.run_at <= now() AND pick.c < p_chain_limit
-                          AND b.partition_id = ANY (p_chain_partitions) AS run
+                      coalesce(pick.i + known_n <= room AND b.run_at <= now() AND pick.c < p_chain_limit
+                               AND b.partition_id = ANY (p_chain_partitions), false) AS run
         ), ins AS (
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                             run_at, attempt, revision, last_error, created_at, backlog,
