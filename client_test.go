@@ -539,3 +539,77 @@ func TestScheduledMetric(t *testing.T) {
 	}
 	require.Equal(t, map[string]float64{"inserted": 2, "updated": 1}, got)
 }
+
+// TestCancelAndRescheduleWaitOutAFinish: a cancel or reschedule that waits
+// for the head's lock while a finish deletes that head and promotes the
+// next task must act on the new head, not report the task missing. The
+// finish here is held open in a transaction until the other call is seen
+// waiting for its lock; both calls used to fail with ErrNotFound (PGS04)
+// although the task they named was pending all along.
+func TestCancelAndRescheduleWaitOutAFinish(t *testing.T) {
+	t.Parallel()
+	for _, op := range []string{"cancel", "reschedule"} {
+		t.Run(op, func(t *testing.T) {
+			t.Parallel()
+			b := setupClient(t)
+			ctx := context.Background()
+			now := time.Now()
+			var keys []pgsched.Key
+			for i := range 3 {
+				task := pgsched.Task{OrderingID: "wo", ScheduledAt: now.Add(time.Duration(i) * time.Millisecond), UniquenessKey: fmt.Sprint(i)}
+				_, err := b.client.Schedule(ctx, task)
+				require.NoError(t, err)
+				keys = append(keys, task.Key())
+			}
+			c, epoch := claimTask(t, b, "wo")
+			require.Equal(t, "0", c.UniquenessKey)
+
+			tx, err := b.db.Pool.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback(ctx) }()
+			res, err := b.store.Finish(ctx, tx, "test-wo", epoch, []store.Outcome{{
+				Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+			}}, store.Handover{})
+			require.NoError(t, err)
+			require.Equal(t, []int64{c.ID}, res.Applied)
+
+			later := now.Add(time.Hour)
+			done := make(chan error, 1)
+			go func() {
+				if op == "cancel" {
+					done <- b.client.Cancel(ctx, keys[2])
+				} else {
+					done <- b.client.Reschedule(ctx, keys[2], later)
+				}
+			}()
+			require.Eventually(t, func() bool { // the call waits for the deleted head's lock
+				var waiting bool
+				err := b.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+					WHERE wait_event_type = 'Lock' AND query LIKE '%'||$1||'%')`, b.db.Schema+"."+op).Scan(&waiting)
+				return err == nil && waiting
+			}, 10*time.Second, 2*time.Millisecond)
+			require.NoError(t, tx.Commit(ctx))
+			require.NoError(t, <-done)
+
+			type row struct {
+				Key   string
+				Head  bool
+				Sched time.Time
+			}
+			rows, err := b.db.Pool.Query(ctx, "SELECT uniqueness_key, head, scheduled_at FROM "+b.db.Schema+".tasks ORDER BY scheduled_at")
+			require.NoError(t, err)
+			got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+			require.NoError(t, err)
+			want := []row{{Key: "1", Head: true, Sched: keys[1].ScheduledAt}}
+			if op == "reschedule" {
+				want = append(want, row{Key: "2", Sched: later})
+			}
+			require.Len(t, got, len(want))
+			for i := range want {
+				require.Equal(t, want[i].Key, got[i].Key)
+				require.Equal(t, want[i].Head, got[i].Head)
+				require.WithinDuration(t, want[i].Sched, got[i].Sched, time.Microsecond)
+			}
+		})
+	}
+}

@@ -679,13 +679,22 @@ DECLARE
     p integer := pgsched.partition_of(ordering_id, (SELECT partition_count FROM pgsched.settings));
     uk text := coalesce(uniqueness_key, '');
     hd record;
+    got boolean;
 BEGIN
     -- Locks the head, forgetting its known successors: the backlog may
-    -- change (see "Known successors").
-    UPDATE pgsched.heads h SET next_tids = NULL, next_ids = NULL
-    WHERE h.partition_id = p AND h.ordering_id = cancel.ordering_id
-    RETURNING h.scheduled_at, h.uniqueness_key, h.running INTO hd;
-    IF FOUND AND hd.scheduled_at = cancel.scheduled_at AND hd.uniqueness_key = uk THEN
+    -- change (see "Known successors"). A finish that deleted the head
+    -- while this waited for its lock leaves the UPDATE nothing, though it
+    -- made the next task the head: the next statement's snapshot sees
+    -- that one.
+    FOR i IN 1 .. 100 LOOP
+        UPDATE pgsched.heads h SET next_tids = NULL, next_ids = NULL
+        WHERE h.partition_id = p AND h.ordering_id = cancel.ordering_id
+        RETURNING h.scheduled_at, h.uniqueness_key, h.running INTO hd;
+        got := FOUND;
+        EXIT WHEN got OR NOT EXISTS (SELECT 1 FROM pgsched.heads h
+                                     WHERE h.partition_id = p AND h.ordering_id = cancel.ordering_id);
+    END LOOP;
+    IF got AND hd.scheduled_at = cancel.scheduled_at AND hd.uniqueness_key = uk THEN
         IF hd.running THEN
             RAISE EXCEPTION 'pgsched: task (%, %, %) is running and cannot be cancelled',
                 ordering_id, scheduled_at, uk USING ERRCODE = 'PGS03';
@@ -694,12 +703,13 @@ BEGIN
         PERFORM pgsched.settle_heads(ARRAY[p], ARRAY[ordering_id]);
         RETURN;
     END IF;
-    IF FOUND THEN
+    IF got THEN
         DELETE FROM pgsched.backlog b
         WHERE b.partition_id = p AND b.ordering_id = cancel.ordering_id
           AND b.scheduled_at = cancel.scheduled_at AND b.uniqueness_key = uk;
+        got := FOUND;
     END IF;
-    IF NOT FOUND THEN
+    IF NOT got THEN
         RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uk
             USING ERRCODE = 'PGS04';
     END IF;
@@ -720,6 +730,7 @@ DECLARE
     p integer;
     uk text := coalesce(uniqueness_key, '');
     hd record;
+    got boolean;
 BEGIN
     SELECT * INTO STRICT s FROM pgsched.settings;
     IF new_scheduled_at IS NULL OR new_scheduled_at IN ('infinity', '-infinity') THEN
@@ -730,12 +741,16 @@ BEGIN
             USING ERRCODE = 'PGS02';
     END IF;
     p := pgsched.partition_of(ordering_id, s.partition_count);
-    -- Locks the head, forgetting its known successors: the backlog may
-    -- change (see "Known successors").
-    UPDATE pgsched.heads h SET next_tids = NULL, next_ids = NULL
-    WHERE h.partition_id = p AND h.ordering_id = reschedule.ordering_id
-    RETURNING h.scheduled_at, h.uniqueness_key, h.running INTO hd;
-    IF NOT FOUND THEN
+    -- Locks the head, forgetting its known successors (as cancel does).
+    FOR i IN 1 .. 100 LOOP
+        UPDATE pgsched.heads h SET next_tids = NULL, next_ids = NULL
+        WHERE h.partition_id = p AND h.ordering_id = reschedule.ordering_id
+        RETURNING h.scheduled_at, h.uniqueness_key, h.running INTO hd;
+        got := FOUND;
+        EXIT WHEN got OR NOT EXISTS (SELECT 1 FROM pgsched.heads h
+                                     WHERE h.partition_id = p AND h.ordering_id = reschedule.ordering_id);
+    END LOOP;
+    IF NOT got THEN
         RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uk USING ERRCODE = 'PGS04';
     END IF;
     IF hd.scheduled_at = reschedule.scheduled_at AND hd.uniqueness_key = uk AND hd.running THEN
