@@ -139,7 +139,10 @@ type Dispatcher struct {
 	handlerCtx atomic.Pointer[termContext]
 
 	// known holds the tasks this node started and whose outcome is not
-	// yet settled, by id; reconcile compares it with the database.
+	// yet settled, by id; reconcile compares it with the database. A task
+	// given back under one term may be claimed again under the next before
+	// the give-back is settled: the newer job replaces the older, and
+	// settling the older leaves it (untrack compares jobs, not ids).
 	knownMu sync.Mutex
 	known   map[int64]*Job
 	// failedAt is when a claim or finish statement last failed without
@@ -441,11 +444,14 @@ func (d *Dispatcher) loop(ctx context.Context) {
 	}
 }
 
-// untrack forgets tasks whose outcome is settled.
-func (d *Dispatcher) untrack(ids []int64) {
+// untrack forgets jobs whose outcome is settled, unless a newer job of
+// the same task (claimed again since) has taken their place.
+func (d *Dispatcher) untrack(jobs []*Job) {
 	d.knownMu.Lock()
-	for _, id := range ids {
-		delete(d.known, id)
+	for _, j := range jobs {
+		if d.known[j.ID] == j {
+			delete(d.known, j.ID)
+		}
 	}
 	d.knownMu.Unlock()
 }
@@ -472,7 +478,7 @@ func (d *Dispatcher) reconcile(ctx context.Context, term *lease.Term) error {
 	if err == nil {
 		d.knownMu.Lock()
 		for _, h := range held {
-			if _, ok := d.known[h.ID]; !ok {
+			if j, ok := d.known[h.ID]; !ok || j.Epoch != term.Epoch {
 				lost = append(lost, store.Outcome{Partition: h.Partition, OrderingID: h.OrderingID, ID: h.ID, Outcome: store.OutcomeRelease})
 			}
 		}
@@ -559,7 +565,7 @@ func (d *Dispatcher) run(term *lease.Term, job *Job) {
 	}
 	if res.Recorded {
 		// Written by the handler's own transaction.
-		d.untrack([]int64{job.ID})
+		d.untrack([]*Job{job})
 		d.changed.Store(true)
 		if f := d.cfg.Hooks.Finished; f != nil {
 			f(job, res, ran)
@@ -637,10 +643,10 @@ type finisher struct {
 	// successors a batch may start, and starting them.
 	handover   func(epoch int64, finished int) store.Handover
 	handedOver func(epoch int64, jobs []store.Claimed)
-	// settled is told the ids whose outcome a statement settled (written,
+	// settled is told the jobs whose outcome a statement settled (written,
 	// or fenced); failed, that a statement failed; writing is held shared
 	// by each write (see Dispatcher.reconcile).
-	settled func(ids []int64)
+	settled func(jobs []*Job)
 	failed  func()
 	writing *sync.RWMutex
 	// handedShare is the share of the last batch's outcomes that handed a
@@ -836,9 +842,9 @@ func (f *finisher) write(batch []finishItem) ([]finishItem, int, error) {
 		if len(next) > 0 {
 			f.handedOver(epoch, next)
 		}
-		settled := make([]int64, len(outs))
-		for j, o := range outs {
-			settled[j] = o.ID
+		settled := make([]*Job, len(items))
+		for j, it := range items {
+			settled[j] = it.job
 		}
 		f.settled(settled)
 		applied := make(map[int64]bool, len(ids))
