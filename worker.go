@@ -412,7 +412,7 @@ func (w *Worker) execTx(ctx context.Context, dj *dispatch.Job, job *Job, h Handl
 	if err := tx.Commit(ctx); err != nil {
 		return false, fmt.Errorf("committing handler transaction: %w", err)
 	}
-	w.onFinished(dj, dispatch.Result{Outcome: store.OutcomeCompleted, Recorded: true}, 0)
+	// Counted by the dispatcher's Finished hook, like every outcome.
 	return true, nil
 }
 

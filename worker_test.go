@@ -285,6 +285,42 @@ func TestChainsFlowWithoutPolling(t *testing.T) {
 	}
 	require.Greater(t, handed, 0.0, "successors are handed over")
 	require.LessOrEqual(t, handed, 14.0)
+
+	// Each task is counted once, transactional ones too (their completion
+	// used to be counted twice, and the running gauge went below zero).
+	metric := func(name, kind string) float64 {
+		t.Helper()
+		families, err := reg.Gather()
+		require.NoError(t, err)
+		for _, f := range families {
+			if f.GetName() != name {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if kind == "" {
+					return m.GetGauge().GetValue()
+				}
+				if labels["kind"] == kind && labels["result"] == "completed" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		return 0
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		tx, plain, running := metric("pgsched_tasks_executed_total", "tx"), metric("pgsched_tasks_executed_total", "plain"),
+			metric("pgsched_tasks_running", "")
+		if tx == 15 && plain == 16 && running == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("completions counted: tx %v of 15, plain %v of 16; running gauge %v, not 0", tx, plain, running)
+		}
+	}
 }
 
 func TestStopIsSafe(t *testing.T) {

@@ -64,7 +64,13 @@ type Result struct {
 // drain timeout passes during a stop.
 type ExecFunc func(ctx context.Context, job *Job) Result
 
-// Hooks observe the dispatcher (metrics). Any field may be nil.
+// Fenced is the outcome Hooks.Finished reports for a job whose outcome was
+// not recorded because the node's term no longer held the task.
+const Fenced = "fenced"
+
+// Hooks observe the dispatcher (metrics). Any field may be nil. Every job
+// Claimed reports (claimed, or handed over by a finish) is reported once
+// by Finished when its outcome is settled: recorded, or Fenced.
 type Hooks struct {
 	Claimed  func(job *Job)
 	Finished func(job *Job, res Result, ran time.Duration)
@@ -239,6 +245,9 @@ func (d *Dispatcher) startHandedOver(epoch int64, jobs []store.Claimed) {
 	for i := range jobs {
 		job := &Job{Claimed: jobs[i], Epoch: epoch, Received: received, HandedOver: true}
 		if term == nil || term.Epoch != epoch || d.stopping.Err() != nil {
+			if f := d.cfg.Hooks.Claimed; f != nil {
+				f(job) // its release reports Finished
+			}
 			d.finish.add(job, Result{Outcome: store.OutcomeRelease}, 0)
 			continue
 		}
@@ -855,10 +864,13 @@ func (f *finisher) write(batch []finishItem) ([]finishItem, int, error) {
 			if !applied[it.job.ID] {
 				f.cfg.Logger.Warn("outcome not recorded: the task is no longer held by this node's term (fenced)",
 					"ordering_id", it.job.OrderingID, "task_id", it.job.ID, "epoch", it.job.Epoch, "outcome", it.res.Outcome)
-				continue
 			}
 			if h := f.cfg.Hooks.Finished; h != nil {
-				h(it.job, it.res, it.ran)
+				res := it.res
+				if !applied[it.job.ID] {
+					res = Result{Outcome: Fenced}
+				}
+				h(it.job, res, it.ran)
 			}
 		}
 	}

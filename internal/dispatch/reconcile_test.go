@@ -70,15 +70,17 @@ func (l *lossy) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, e
 }
 
 type fixture struct {
-	db       *pgtest.DB
-	client   *pgsched.Client
-	db2      *lossy
-	ran      sync.Map // task id -> *atomic.Int32 (runs)
-	order    chan string
-	block    chan struct{} // tasks of kind "slow" wait for it to close
-	given    atomic.Int64  // tasks reconcile gave back
-	cancel   context.CancelFunc
-	finished chan struct{}
+	db     *pgtest.DB
+	client *pgsched.Client
+	db2    *lossy
+	ran    sync.Map // task id -> *atomic.Int32 (runs)
+	order  chan string
+	block  chan struct{} // tasks of kind "slow" wait for it to close
+	given  atomic.Int64  // tasks reconcile gave back
+	// Hooks' counts: every job reported claimed is reported finished once.
+	claimed, settled, fenced atomic.Int64
+	cancel                   context.CancelFunc
+	finished                 chan struct{}
 }
 
 // start runs a node and a dispatcher whose statements go through a lossy
@@ -111,7 +113,16 @@ func start(t *testing.T) *fixture {
 			f.order <- job.UniquenessKey
 			return dispatch.Result{Outcome: store.OutcomeCompleted}
 		},
-		Hooks: dispatch.Hooks{Reconciled: func(n int) { f.given.Add(int64(n)) }},
+		Hooks: dispatch.Hooks{
+			Reconciled: func(n int) { f.given.Add(int64(n)) },
+			Claimed:    func(*dispatch.Job) { f.claimed.Add(1) },
+			Finished: func(_ *dispatch.Job, res dispatch.Result, _ time.Duration) {
+				f.settled.Add(1)
+				if res.Outcome == dispatch.Fenced {
+					f.fenced.Add(1)
+				}
+			},
+		},
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -213,4 +224,9 @@ func TestLostFinishResponse(t *testing.T) {
 	for id, n := range f.runs() {
 		require.EqualValues(t, 1, n, "task %d ran once", id)
 	}
+	// The lost finish's retry was fenced, and the hooks still balance: the
+	// running-tasks gauge they feed ends at zero.
+	require.Eventually(t, func() bool { return f.claimed.Load() == f.settled.Load() }, 10*time.Second, 5*time.Millisecond,
+		"claimed %d, settled %d", f.claimed.Load(), f.settled.Load())
+	require.EqualValues(t, 1, f.fenced.Load())
 }

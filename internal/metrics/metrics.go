@@ -42,7 +42,7 @@ type Metrics struct {
 func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		Executed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pgsched_tasks_executed_total", Help: "Task runs by kind and result (completed, retry, dead, release).",
+			Name: "pgsched_tasks_executed_total", Help: "Task runs by kind and result (completed, retry, dead, release; fenced: the outcome came after the node lost the task, and was not recorded).",
 		}, []string{"kind", "result"}),
 		Retried: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgsched_tasks_retried_total", Help: "Task runs that failed and were scheduled to retry.",
