@@ -326,6 +326,30 @@ END
 $$;
 -- +goose StatementEnd
 
+-- lock_head locks one ordering_id's head for a writer about to change its
+-- backlog, forgetting the head's known successors (see "Known
+-- successors"), and returns the head's key and whether it runs; no row when
+-- the ordering_id has no task. A finish that deleted the head while this
+-- waited for its lock leaves the UPDATE nothing, though it made the next
+-- task the head: the lock is then tried again in a new statement, whose
+-- snapshot sees that one.
+-- +goose StatementBegin
+CREATE FUNCTION pgsched.lock_head(p integer, o text)
+RETURNS TABLE (scheduled_at timestamptz, uniqueness_key text, running boolean)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+BEGIN
+    FOR i IN 1 .. 100 LOOP
+        RETURN QUERY
+        UPDATE pgsched.heads h SET next_tids = NULL, next_ids = NULL
+        WHERE h.partition_id = p AND h.ordering_id = o
+        RETURNING h.scheduled_at, h.uniqueness_key::text, h.running;
+        EXIT WHEN FOUND OR NOT EXISTS (SELECT 1 FROM pgsched.heads h WHERE h.partition_id = p AND h.ordering_id = o);
+    END LOOP;
+END
+$$;
+-- +goose StatementEnd
+
 -- settle_heads makes each given ordering_id's head its earliest task again
 -- after its tasks changed: the earliest backlog task (by scheduled_at, then
 -- id) becomes the head when there is none, or when it comes before an idle
@@ -679,22 +703,9 @@ DECLARE
     p integer := pgsched.partition_of(ordering_id, (SELECT partition_count FROM pgsched.settings));
     uk text := coalesce(uniqueness_key, '');
     hd record;
-    got boolean;
 BEGIN
-    -- Locks the head, forgetting its known successors: the backlog may
-    -- change (see "Known successors"). A finish that deleted the head
-    -- while this waited for its lock leaves the UPDATE nothing, though it
-    -- made the next task the head: the next statement's snapshot sees
-    -- that one.
-    FOR i IN 1 .. 100 LOOP
-        UPDATE pgsched.heads h SET next_tids = NULL, next_ids = NULL
-        WHERE h.partition_id = p AND h.ordering_id = cancel.ordering_id
-        RETURNING h.scheduled_at, h.uniqueness_key, h.running INTO hd;
-        got := FOUND;
-        EXIT WHEN got OR NOT EXISTS (SELECT 1 FROM pgsched.heads h
-                                     WHERE h.partition_id = p AND h.ordering_id = cancel.ordering_id);
-    END LOOP;
-    IF got AND hd.scheduled_at = cancel.scheduled_at AND hd.uniqueness_key = uk THEN
+    SELECT * INTO hd FROM pgsched.lock_head(p, ordering_id);
+    IF FOUND AND hd.scheduled_at = cancel.scheduled_at AND hd.uniqueness_key = uk THEN
         IF hd.running THEN
             RAISE EXCEPTION 'pgsched: task (%, %, %) is running and cannot be cancelled',
                 ordering_id, scheduled_at, uk USING ERRCODE = 'PGS03';
@@ -703,13 +714,12 @@ BEGIN
         PERFORM pgsched.settle_heads(ARRAY[p], ARRAY[ordering_id]);
         RETURN;
     END IF;
-    IF got THEN
+    IF FOUND THEN
         DELETE FROM pgsched.backlog b
         WHERE b.partition_id = p AND b.ordering_id = cancel.ordering_id
           AND b.scheduled_at = cancel.scheduled_at AND b.uniqueness_key = uk;
-        got := FOUND;
     END IF;
-    IF NOT got THEN
+    IF NOT FOUND THEN
         RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uk
             USING ERRCODE = 'PGS04';
     END IF;
@@ -730,7 +740,6 @@ DECLARE
     p integer;
     uk text := coalesce(uniqueness_key, '');
     hd record;
-    got boolean;
 BEGIN
     SELECT * INTO STRICT s FROM pgsched.settings;
     IF new_scheduled_at IS NULL OR new_scheduled_at IN ('infinity', '-infinity') THEN
@@ -741,16 +750,8 @@ BEGIN
             USING ERRCODE = 'PGS02';
     END IF;
     p := pgsched.partition_of(ordering_id, s.partition_count);
-    -- Locks the head, forgetting its known successors (as cancel does).
-    FOR i IN 1 .. 100 LOOP
-        UPDATE pgsched.heads h SET next_tids = NULL, next_ids = NULL
-        WHERE h.partition_id = p AND h.ordering_id = reschedule.ordering_id
-        RETURNING h.scheduled_at, h.uniqueness_key, h.running INTO hd;
-        got := FOUND;
-        EXIT WHEN got OR NOT EXISTS (SELECT 1 FROM pgsched.heads h
-                                     WHERE h.partition_id = p AND h.ordering_id = reschedule.ordering_id);
-    END LOOP;
-    IF NOT got THEN
+    SELECT * INTO hd FROM pgsched.lock_head(p, ordering_id);
+    IF NOT FOUND THEN
         RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uk USING ERRCODE = 'PGS04';
     END IF;
     IF hd.scheduled_at = reschedule.scheduled_at AND hd.uniqueness_key = uk AND hd.running THEN
@@ -1171,7 +1172,7 @@ $$;
 -- +goose Down
 -- The schema itself stays: goose keeps its version table there.
 DROP FUNCTION pgsched.rescue_expired, pgsched.finish_tasks, pgsched.claim_due_many, pgsched.reschedule, pgsched.cancel,
-    pgsched.schedule, pgsched.schedule_many, pgsched.settle_heads, pgsched.lock_heads, pgsched.ensure_completion_partitions,
+    pgsched.schedule, pgsched.schedule_many, pgsched.settle_heads, pgsched.lock_head, pgsched.lock_heads, pgsched.ensure_completion_partitions,
     pgsched.partition_of;
 DROP VIEW pgsched.tasks;
 DROP TABLE pgsched.nodes, pgsched.dead_tasks, pgsched.completions, pgsched.backlog, pgsched.heads, pgsched.settings;
