@@ -13,6 +13,19 @@ import (
 	"github.com/pgsched/pgsched/internal/store"
 )
 
+// allPartitions lists every logical partition of b's schema: a node that
+// serves them all.
+func allPartitions(t *testing.T, b clientBundle) []int32 {
+	t.Helper()
+	set, err := b.store.Settings(context.Background(), b.db.Pool)
+	require.NoError(t, err)
+	all := make([]int32, set.PartitionCount)
+	for i := range all {
+		all[i] = int32(i)
+	}
+	return all
+}
+
 // TestFinishHandsOver pins the handover contract of finish_tasks: a
 // finished task's due successor starts on the finishing node as if
 // claimed (running, attempt counted, node and epoch set), only within the
@@ -23,13 +36,8 @@ func TestFinishHandsOver(t *testing.T) {
 	t.Parallel()
 	b := setupClient(t)
 	ctx := context.Background()
-	set, err := b.store.Settings(ctx, b.db.Pool)
-	require.NoError(t, err)
-	all := make([]int32, set.PartitionCount)
-	for i := range all {
-		all[i] = int32(i)
-	}
-	other := []int32{int32((pgsched.Partition("chain", set.PartitionCount) + 1) % set.PartitionCount)}
+	all := allPartitions(t, b)
+	other := []int32{int32((pgsched.Partition("chain", len(all)) + 1) % len(all))}
 
 	now := time.Now()
 	var tasks []pgsched.Task
@@ -39,7 +47,7 @@ func TestFinishHandsOver(t *testing.T) {
 	tasks = append(tasks,
 		pgsched.Task{OrderingID: "future", ScheduledAt: now},
 		pgsched.Task{OrderingID: "future", ScheduledAt: now.Add(time.Hour)})
-	_, err = b.client.ScheduleMany(ctx, tasks)
+	_, err := b.client.ScheduleMany(ctx, tasks)
 	require.NoError(t, err)
 
 	var epoch int64
@@ -139,18 +147,13 @@ func TestHandedOverTaskGivenBack(t *testing.T) {
 	t.Parallel()
 	b := setupClient(t)
 	ctx := context.Background()
-	set, err := b.store.Settings(ctx, b.db.Pool)
-	require.NoError(t, err)
-	all := make([]int32, set.PartitionCount)
-	for i := range all {
-		all[i] = int32(i)
-	}
+	all := allPartitions(t, b)
 	now := time.Now()
 	var tasks []pgsched.Task
 	for i := range 4 {
 		tasks = append(tasks, pgsched.Task{OrderingID: "back", ScheduledAt: now.Add(time.Duration(i) * time.Millisecond), UniquenessKey: fmt.Sprint(i)})
 	}
-	_, err = b.client.ScheduleMany(ctx, tasks)
+	_, err := b.client.ScheduleMany(ctx, tasks)
 	require.NoError(t, err)
 
 	// handOver finishes c, whose successor want is handed over to the same node.
@@ -208,12 +211,7 @@ func TestKnownSuccessors(t *testing.T) {
 	t.Parallel()
 	b := setupClient(t)
 	ctx := context.Background()
-	set, err := b.store.Settings(ctx, b.db.Pool)
-	require.NoError(t, err)
-	all := make([]int32, set.PartitionCount)
-	for i := range all {
-		all[i] = int32(i)
-	}
+	all := allPartitions(t, b)
 	// known16 mirrors finish_tasks: a search for a successor notes the next
 	// 16 tasks in the new head.
 	const known16 = 16
@@ -225,7 +223,7 @@ func TestKnownSuccessors(t *testing.T) {
 	for i := range n {
 		tasks = append(tasks, pgsched.Task{OrderingID: "k", ScheduledAt: at(i), UniquenessKey: key(i)})
 	}
-	_, err = b.client.ScheduleMany(ctx, tasks)
+	_, err := b.client.ScheduleMany(ctx, tasks)
 	require.NoError(t, err)
 
 	// ids by uniqueness_key, and what the head of o knows.

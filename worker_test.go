@@ -275,19 +275,8 @@ func TestChainsFlowWithoutPolling(t *testing.T) {
 	// their own completions and hand nothing over), unless the node's
 	// one-second test lease lapsed under load at that moment: then the
 	// next waits for a claim, so at most 14 and, in practice, all 14.
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	handed := -1.0
-	for _, f := range families {
-		if f.GetName() == "pgsched_tasks_handed_over_total" {
-			handed = f.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	require.Greater(t, handed, 0.0, "successors are handed over")
-	require.LessOrEqual(t, handed, 14.0)
-
-	// Each task is counted once, transactional ones too (their completion
-	// used to be counted twice, and the running gauge went below zero).
+	// metric reads a counter or gauge; with kind, the completions of that
+	// kind.
 	metric := func(name, kind string) float64 {
 		t.Helper()
 		families, err := reg.Gather()
@@ -301,16 +290,23 @@ func TestChainsFlowWithoutPolling(t *testing.T) {
 				for _, l := range m.GetLabel() {
 					labels[l.GetName()] = l.GetValue()
 				}
-				if kind == "" {
+				if kind != "" && (labels["kind"] != kind || labels["result"] != "completed") {
+					continue
+				}
+				if m.GetGauge() != nil {
 					return m.GetGauge().GetValue()
 				}
-				if labels["kind"] == kind && labels["result"] == "completed" {
-					return m.GetCounter().GetValue()
-				}
+				return m.GetCounter().GetValue()
 			}
 		}
 		return 0
 	}
+	handed := metric("pgsched_tasks_handed_over_total", "")
+	require.Greater(t, handed, 0.0, "successors are handed over")
+	require.LessOrEqual(t, handed, 14.0)
+
+	// Each task is counted once, transactional ones too (their completion
+	// used to be counted twice, and the running gauge went below zero).
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		tx, plain, running := metric("pgsched_tasks_executed_total", "tx"), metric("pgsched_tasks_executed_total", "plain"),
 			metric("pgsched_tasks_running", "")
