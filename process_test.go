@@ -3,6 +3,7 @@ package pgsched_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -63,6 +64,9 @@ func childWorker() error {
 	if d, err := time.ParseDuration(env("CHILD_FLEXDOWN")); err == nil {
 		cfg.FlexDown = d
 	}
+	if d, err := time.ParseDuration(env("CHILD_CLAIM_AHEAD")); err == nil {
+		cfg.ClaimAhead = d
+	}
 	cfg.Concurrency = conc
 	cfg.DrainTimeout, _ = time.ParseDuration(env("CHILD_DRAIN"))
 	type execer interface {
@@ -78,6 +82,24 @@ func childWorker() error {
 			return fmt.Errorf("always fails")
 		}
 		switch {
+		case job.Kind == "probe":
+			// Its side effect is the run's start: written at once, so a
+			// run that starts when it must not is on record even if its
+			// context is cancelled right after.
+			_, err := db.Exec(ctx, "INSERT INTO "+schema+".execlog (ordering_id, uk, node, attempt, started, ended) VALUES ($1, $2, $3, $4, $5, $5)",
+				job.OrderingID, job.UniquenessKey, cfg.NodeID, job.Attempt, start)
+			if err != nil {
+				return err
+			}
+			// Then it waits on the network, as a webhook call does: a
+			// response that arrives while the process is frozen wakes it
+			// first when it thaws, before any timer.
+			var p struct {
+				DBSleep float64 `json:"db_sleep"`
+			}
+			_ = json.Unmarshal(job.Payload, &p)
+			_, err = db.Exec(ctx, "SELECT pg_sleep($1)", p.DBSleep)
+			return err
 		case job.Kind == "hold" && job.Attempt == 1:
 			// Stays in flight until the process dies or its lease ends.
 			fmt.Println("RUNNING", job.OrderingID, cfg.NodeID)

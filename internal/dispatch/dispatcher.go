@@ -561,7 +561,9 @@ func (d *Dispatcher) run(term *lease.Term, job *Job) {
 		d.inflight.Add(-1)
 		d.poke()
 	}()
-	if term.Context().Err() != nil || d.stopping.Err() != nil || d.abort.Err() != nil {
+	// Live, not only the term's context: a node waking from a freeze runs
+	// this before its lease goroutine has seen the loss (see lease.Term).
+	if !term.Live() || d.stopping.Err() != nil || d.abort.Err() != nil {
 		d.finish.add(job, Result{Outcome: store.OutcomeRelease}, 0)
 		return
 	}
@@ -630,8 +632,24 @@ func (d *Dispatcher) handlerContext(term *lease.Term) context.Context {
 	ctx, cancel := context.WithCancel(term.Context())
 	// Registered until the stop deadline (or the end of Run): one per term.
 	context.AfterFunc(d.abort, cancel)
+	ctx = context.WithValue(ctx, fenceKey{}, term)
 	d.handlerCtx.Store(&termContext{term: term, ctx: ctx})
 	return ctx
+}
+
+type fenceKey struct{}
+
+// CheckFence returns lease.ErrExpired (wrapped) when ctx is a handler's
+// context whose node term is no longer live by the node's own clock, and
+// nil otherwise (also for a context that is not a handler's). A handler
+// calls it right before a side effect it cannot take back, such as an
+// HTTP request: the term's context may not have been cancelled yet when
+// the node wakes from a freeze.
+func CheckFence(ctx context.Context) error {
+	if term, ok := ctx.Value(fenceKey{}).(*lease.Term); ok {
+		return term.Check()
+	}
+	return nil
 }
 
 func (d *Dispatcher) exec(ctx context.Context, job *Job) (res Result) {

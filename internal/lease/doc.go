@@ -23,6 +23,37 @@
 //	    │        (handlers cancelled)     │ deregister, NOTIFY
 //	    └─────────────────────────────────┘
 //
+// # Fencing reaches the side effect
+//
+// The database fences writes: a claim or an outcome carries (node, epoch)
+// and changes nothing once that term is gone. A side effect outside the
+// database (a webhook's POST, an e-mail) has no such guard, so the node
+// guards it itself: Term.Live is false once the term's context ended or
+// its local deadline passed, read from the monotonic clock at the moment
+// of asking. A node that wakes from a freeze (SIGSTOP, a paused VM) with
+// every timer overdue may run other goroutines before its lease goroutine
+// notices the loss; Live is right for them all the same. The dispatcher
+// asks before it starts each handler (claimed tasks, tasks claimed ahead
+// when their time comes, tasks waiting for a free handler, successors
+// handed over), and gives back what it may no longer run; the webhook
+// executor asks again right before it sends (pgsched.CheckFence).
+//
+// What remains is the window between the last check and the effect: a
+// handler already running, or a request already on the wire, when the
+// node froze completes when it thaws, while the stand-in may have run the
+// task again. Its outcome is fenced; the effect happened twice, which
+// at-least-once delivery allows (receivers deduplicate by task key and
+// attempt). A handler can shrink the window by calling pgsched.CheckFence
+// right before each irreversible step.
+//
+//	claimed ─▶ waits (its time, a free handler) ─▶ Live? ─no─▶ given back
+//	                                                 │yes
+//	                                                 ▼
+//	                          handler runs ─▶ Live? ─no─▶ not sent (retry;
+//	                                            │yes        outcome fenced)
+//	                                            ▼
+//	                                          send
+//
 // # The leader (leader.go, plan.go)
 //
 // Every node runs a Leader that tries pgsched.leader_acquire every

@@ -12,13 +12,31 @@ import (
 	"github.com/pgsched/pgsched/internal/store"
 )
 
-// Term is one registration of a node: an epoch and a context that ends when
-// the lease is lost (or the node stops). Everything claimed under a term
-// carries its epoch, so once the term ends, that work's late writes are
-// fenced off by the database.
+// ErrExpired is returned by Term.Check once the term's lease deadline has
+// passed or the term has ended.
+var ErrExpired = errors.New("node lease expired")
+
+// monoBase anchors the terms' deadlines to the monotonic clock: a deadline
+// is kept as the time since monoBase, so it can be read and moved
+// atomically, and no wall-clock step moves it.
+var monoBase = time.Now()
+
+// Term is one registration of a node: an epoch, a local deadline and a
+// context that ends when the lease is lost (or the node stops). Everything
+// claimed under a term carries its epoch, so once the term ends, that
+// work's late writes are fenced off by the database.
+//
+// The context ends when the node's lease goroutine notices the loss, which
+// after a freeze (SIGSTOP, a VM pause) can be later than other goroutines
+// whose timers fired at the same moment. The deadline closes that gap for
+// side effects: it is the time the last successful renewal was sent plus
+// the TTL on this process's monotonic clock, never later than the
+// database's expiry, and Live reads it directly, so a goroutine that wakes
+// with every timer overdue still sees the term as over.
 type Term struct {
-	Epoch int64
-	ctx   context.Context
+	Epoch    int64
+	ctx      context.Context
+	deadline atomic.Int64 // nanoseconds since monoBase
 }
 
 // Context is cancelled when the term ends.
@@ -26,6 +44,28 @@ func (t *Term) Context() context.Context { return t.ctx }
 
 // Done is closed when the term ends.
 func (t *Term) Done() <-chan struct{} { return t.ctx.Done() }
+
+// Live reports whether the term has not ended and its lease deadline has
+// not passed by this process's monotonic clock.
+func (t *Term) Live() bool {
+	return t.ctx.Err() == nil && time.Since(monoBase) < time.Duration(t.deadline.Load())
+}
+
+// Check returns ErrExpired unless the term is Live.
+func (t *Term) Check() error {
+	if !t.Live() {
+		return fmt.Errorf("%w (epoch %d)", ErrExpired, t.Epoch)
+	}
+	return nil
+}
+
+// Deadline is when the term's lease runs out by this process's clock
+// unless renewed first.
+func (t *Term) Deadline() time.Time {
+	return monoBase.Add(time.Duration(t.deadline.Load()))
+}
+
+func (t *Term) setDeadline(at time.Time) { t.deadline.Store(int64(at.Sub(monoBase))) }
 
 // Events receives the node's state transitions (for metrics). Any field may
 // be nil.
@@ -91,11 +131,12 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 // ID is the node's id.
 func (n *Node) ID() string { return n.cfg.ID }
 
-// Current returns the live term, or nil while the node holds no lease.
+// Current returns the live term, or nil while the node holds no lease or
+// its lease deadline has passed.
 func (n *Node) Current() *Term {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.term != nil && n.term.ctx.Err() == nil {
+	if n.term != nil && n.term.Live() {
 		return n.term
 	}
 	return nil
@@ -158,13 +199,14 @@ func (n *Node) hold(ctx context.Context) (held bool, err error) {
 	}
 	termCtx, cancel := context.WithCancel(context.Background())
 	term := &Term{Epoch: lease.Epoch, ctx: termCtx}
+	deadline := sent.Add(n.cfg.TTL)
+	term.setDeadline(deadline)
 	n.setTerm(term, cancel)
 	n.cfg.Logger.Info("node registered", "node_id", n.cfg.ID, "epoch", lease.Epoch, "lease_expires_at", lease.ExpiresAt)
 	if f := n.cfg.Events.Registered; f != nil {
 		f(lease.Epoch)
 	}
 	n.afterRegister(ctx, lease.Epoch)
-	deadline := sent.Add(n.cfg.TTL)
 	lost := func(reason string) error {
 		n.setTerm(nil, nil)
 		if f := n.cfg.Events.Lost; f != nil {
@@ -196,6 +238,7 @@ func (n *Node) hold(ctx context.Context) (held bool, err error) {
 				return true, lost(fmt.Sprintf("lease of epoch %d renewed too late", lease.Epoch))
 			}
 			deadline = sent.Add(n.cfg.TTL)
+			term.setDeadline(deadline)
 			expiry.Reset(time.Until(deadline))
 			if f := n.cfg.Events.Renewed; f != nil {
 				f()
@@ -227,7 +270,12 @@ func (n *Node) Leave(ctx context.Context) error {
 }
 
 func (n *Node) resign() {
-	t := n.Current()
+	// The term as registered, even past its local deadline: deregistering
+	// a term the database may still count as live lets peers take over at
+	// once, and the epoch fences it if it is not.
+	n.mu.Lock()
+	t := n.term
+	n.mu.Unlock()
 	n.setTerm(nil, nil)
 	if t == nil {
 		return

@@ -73,6 +73,11 @@ type Config struct {
 	// Timeout bounds each request, including reading the response.
 	// Defaults to DefaultTimeout (30s). Negative values are rejected.
 	Timeout time.Duration
+	// BeforeSend, when set, is called right before each request is sent;
+	// an error sends nothing and is returned (retryable). The worker
+	// passes pgsched.CheckFence, so a node past its lease deadline never
+	// sends.
+	BeforeSend func(ctx context.Context) error
 	// Client sends the requests. Defaults to a client with a dedicated,
 	// pooled transport. The executor uses a shallow copy whose redirect
 	// policy is replaced so that redirects are never followed; the
@@ -82,10 +87,11 @@ type Config struct {
 
 // Executor delivers tasks to webhooks. It is safe for concurrent use.
 type Executor struct {
-	routes  Routes
-	secret  []byte
-	timeout time.Duration
-	client  *http.Client
+	routes     Routes
+	secret     []byte
+	timeout    time.Duration
+	client     *http.Client
+	beforeSend func(ctx context.Context) error
 }
 
 // New returns an Executor for cfg.
@@ -109,10 +115,11 @@ func New(cfg Config) (*Executor, error) {
 	}
 	client.CheckRedirect = noRedirect
 	return &Executor{
-		routes:  cfg.Routes,
-		secret:  bytes.Clone(cfg.Secret),
-		timeout: timeout,
-		client:  client,
+		routes:     cfg.Routes,
+		secret:     bytes.Clone(cfg.Secret),
+		timeout:    timeout,
+		client:     client,
+		beforeSend: cfg.BeforeSend,
 	}, nil
 }
 
@@ -171,6 +178,11 @@ func (e *Executor) Deliver(ctx context.Context, t Task) error {
 		req.Header.Set(SignatureHeader, Sign(e.secret, body))
 	}
 
+	if e.beforeSend != nil {
+		if err := e.beforeSend(ctx); err != nil {
+			return fmt.Errorf("webhook: kind %q: not sent: %w", t.Kind, err)
+		}
+	}
 	resp, err := e.client.Do(req)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
