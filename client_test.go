@@ -108,7 +108,7 @@ func completeTask(t *testing.T, b clientBundle, orderingID string) {
 	t.Helper()
 	c, epoch := claimTask(t, b, orderingID)
 	res, err := b.store.Finish(context.Background(), b.db.Pool, "test-"+orderingID, epoch, []store.Outcome{{
-		Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+		Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
 	}}, store.Handover{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{c.ID}, res.Applied)
@@ -160,7 +160,7 @@ func TestScheduleSemantics(t *testing.T) {
 
 			// Completed: never again.
 			_, err = b.store.Finish(context.Background(), b.db.Pool, "test-order-1", mustEpoch(t, b, "test-order-1"),
-				[]store.Outcome{{Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted}}, store.Handover{})
+				[]store.Outcome{{Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted}}, store.Handover{})
 			require.NoError(t, err)
 			res, err = sched(t, b, task)
 			require.NoError(t, err)
@@ -568,7 +568,7 @@ func TestCancelAndRescheduleWaitOutAFinish(t *testing.T) {
 			require.NoError(t, err)
 			defer func() { _ = tx.Rollback(ctx) }()
 			res, err := b.store.Finish(ctx, tx, "test-wo", epoch, []store.Outcome{{
-				Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+				Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
 			}}, store.Handover{})
 			require.NoError(t, err)
 			require.Equal(t, []int64{c.ID}, res.Applied)

@@ -58,7 +58,7 @@ func TestFinishHandsOver(t *testing.T) {
 	finish := func(c store.Claimed, hand store.Handover) (applied []int64, next []store.Claimed) {
 		t.Helper()
 		res, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
-			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
 		}}, hand)
 		require.NoError(t, err)
 		claimable = res.Claimable
@@ -160,7 +160,7 @@ func TestHandedOverTaskGivenBack(t *testing.T) {
 	handOver := func(c store.Claimed, epoch int64, want string) store.Claimed {
 		t.Helper()
 		res, err := b.store.Finish(ctx, b.db.Pool, "test-back", epoch, []store.Outcome{{
-			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
 		}}, store.Handover{Max: 1, Partitions: all, Limit: 16})
 		require.NoError(t, err)
 		require.Len(t, res.HandedOver, 1)
@@ -170,7 +170,7 @@ func TestHandedOverTaskGivenBack(t *testing.T) {
 	giveBack := func(c store.Claimed, epoch int64, outcome string) {
 		t.Helper()
 		res, err := b.store.Finish(ctx, b.db.Pool, "test-back", epoch, []store.Outcome{{
-			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: outcome,
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: outcome,
 		}}, store.Handover{Max: 1, Partitions: all, Limit: 16})
 		require.NoError(t, err)
 		require.Equal(t, []int64{c.ID}, res.Applied)
@@ -258,7 +258,7 @@ func TestKnownSuccessors(t *testing.T) {
 	next := func(c store.Claimed) store.Claimed {
 		t.Helper()
 		res, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
-			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
 		}}, store.Handover{Max: 1, Partitions: all, Limit: 1000})
 		require.NoError(t, err)
 		require.Equal(t, []int64{c.ID}, res.Applied)
@@ -336,7 +336,7 @@ func TestKnownSuccessors(t *testing.T) {
 		if c.UniquenessKey == "x0" {
 			// The search for x1 saw the tie further on: nothing noted.
 			res, err := b.store.Finish(ctx, b.db.Pool, "test-tie", epoch, []store.Outcome{{
-				Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+				Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
 			}}, store.Handover{Max: 1, Partitions: all, Limit: 1000})
 			require.NoError(t, err)
 			require.Len(t, res.HandedOver, 1)
@@ -376,7 +376,7 @@ func TestFinishServingNoPartitions(t *testing.T) {
 		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT next_tids IS NOT NULL FROM "+b.db.Schema+".heads WHERE ordering_id = 'np'").Scan(&known))
 		require.Equal(t, i == 1, known, "%s: the head knows its successor", path)
 		res, err := b.store.Finish(ctx, b.db.Pool, "test-np", epoch, []store.Outcome{{
-			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: store.OutcomeCompleted,
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
 		}}, store.Handover{Max: 1, Partitions: nil, Limit: 16})
 		require.NoError(t, err, path)
 		require.Equal(t, []int64{c.ID}, res.Applied, path)

@@ -85,6 +85,8 @@ type propTask struct {
 	attempt int
 	payload int
 	running bool
+	// claimedAt is the running claim's time, which its outcome carries.
+	claimedAt time.Time
 	// After a retry the database picks run_at from its clock: it must lie
 	// in [runAtLo, runAtHi] and is adopted at the next check.
 	runAtLo, runAtHi int64
@@ -477,7 +479,7 @@ func (r *propRun) opClaim() {
 		if t == nil {
 			r.fail("claimed %s, which the model does not have", k)
 		}
-		t.running = true
+		t.running, t.claimedAt = true, c.ClaimedAt
 		t.attempt++
 		if c.Attempt != t.attempt {
 			r.fail("claimed %s at attempt %d, want %d", k, c.Attempt, t.attempt)
@@ -498,7 +500,7 @@ func (r *propRun) opFinish() {
 	for i, k := range running {
 		t := r.pending[k]
 		o := store.Outcome{Partition: pgsched.Partition(k.o, set.PartitionCount), OrderingID: k.o, ID: t.id,
-			Outcome: outcomes[r.rng.IntN(len(outcomes))], Error: "boom"}
+			ClaimedAt: t.claimedAt, Outcome: outcomes[r.rng.IntN(len(outcomes))], Error: "boom"}
 		if o.Outcome == store.OutcomeRetry && r.rng.IntN(2) == 0 {
 			o.RetryIn = time.Hour
 		}
@@ -615,7 +617,7 @@ func (r *propRun) opFinish() {
 		if c.RunAt.UnixMicro() > t1 {
 			r.fail("handed over %s whose run_at %s is not due", k, propTime(c.RunAt.UnixMicro()))
 		}
-		t.running = true
+		t.running, t.claimedAt = true, c.ClaimedAt
 		t.attempt++
 		if c.Attempt != t.attempt {
 			r.fail("handed over %s at attempt %d, want %d", k, c.Attempt, t.attempt)
@@ -930,7 +932,7 @@ func TestSettleAfterEarlierEnqueue(t *testing.T) {
 	finish := func(c store.Claimed, epoch int64, outcome string) {
 		t.Helper()
 		res, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
-			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, Outcome: outcome,
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: outcome,
 		}}, store.Handover{})
 		require.NoError(t, err)
 		require.Equal(t, []int64{c.ID}, res.Applied)

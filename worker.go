@@ -42,6 +42,8 @@ type Worker struct {
 
 	node       *lease.Node
 	dispatcher *dispatch.Dispatcher
+	// outcomesStuck is what logReadiness last logged (maintain's only).
+	outcomesStuck bool
 }
 
 // NewWorker validates cfg and returns a Worker; Start runs it.
@@ -101,12 +103,29 @@ func NewWorker(pool *pgxpool.Pool, cfg Config) (*Worker, error) {
 // NodeID is this worker's node id.
 func (w *Worker) NodeID() string { return w.cfg.NodeID }
 
-// Ready reports whether the worker holds a live lease and so may run tasks.
-func (w *Worker) Ready() bool {
+// Ready reports whether the worker holds a live lease and its task
+// outcomes are being recorded (see Readiness).
+func (w *Worker) Ready() bool { return w.Readiness() == nil }
+
+// Readiness returns nil while the worker holds a live lease and records
+// its tasks' outcomes, and otherwise says why not: not started, no live
+// lease (the database unreachable, or starting), or outcomes that have
+// failed to be written for longer than the lease TTL (successful tasks
+// would stay "running" while the node looked healthy).
+func (w *Worker) Readiness() error {
 	w.mu.Lock()
-	node := w.node
+	node, disp := w.node, w.dispatcher
 	w.mu.Unlock()
-	return node != nil && node.Current() != nil
+	if node == nil || disp == nil {
+		return errors.New("not started")
+	}
+	if node.Current() == nil {
+		return errors.New("no live lease (database unreachable or starting)")
+	}
+	if d, n, err := disp.Unrecorded(); d > w.cfg.LeaseTTL {
+		return fmt.Errorf("outcomes of %d tasks unrecorded for %s: %w", n, d.Round(time.Millisecond), err)
+	}
+	return nil
 }
 
 // Start checks the schema, registers the node and starts working in the
@@ -399,7 +418,7 @@ func (w *Worker) execTx(ctx context.Context, dj *dispatch.Job, job *Job, h Handl
 		return false, err
 	}
 	res, err := w.store.Finish(ctx, tx, w.cfg.NodeID, dj.Epoch, []store.Outcome{{
-		Partition: dj.Partition, OrderingID: dj.OrderingID, ID: dj.ID, Outcome: store.OutcomeCompleted,
+		Partition: dj.Partition, OrderingID: dj.OrderingID, ID: dj.ID, ClaimedAt: dj.ClaimedAt, Outcome: store.OutcomeCompleted,
 	}}, store.Handover{})
 	if err != nil {
 		return false, fmt.Errorf("recording completion: %w", err)
@@ -475,6 +494,22 @@ func poke(ch chan<- struct{}) {
 	}
 }
 
+// logReadiness logs when outcomes begin or stop being stuck for longer
+// than the lease TTL, the state Readiness reports.
+func (w *Worker) logReadiness() {
+	d, n, err := w.dispatcher.Unrecorded()
+	stuck := d > w.cfg.LeaseTTL
+	if stuck == w.outcomesStuck {
+		return
+	}
+	w.outcomesStuck = stuck
+	if stuck {
+		w.logger.Error("task outcomes cannot be recorded; reporting not ready", "tasks", n, "for", d.Round(time.Millisecond), "error", err)
+		return
+	}
+	w.logger.Info("task outcomes are recorded again; ready")
+}
+
 // maintain refreshes the cluster and pending gauges. Rescues, depletion
 // and completion partitions are the leader's and the stand-ins' work
 // (internal/lease).
@@ -488,6 +523,7 @@ func (w *Worker) maintain(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
+		w.logReadiness()
 		if w.node.Current() == nil {
 			continue
 		}

@@ -857,7 +857,7 @@ func (b *bench) claimRun(ctx context.Context, pending int) ([]time.Duration, err
 		}
 		j := jobs[0]
 		if _, err := st.Finish(ctx, pool, node, lease.Epoch, []store.Outcome{{
-			Partition: j.Partition, OrderingID: j.OrderingID, ID: j.ID, Outcome: store.OutcomeCompleted,
+			Partition: j.Partition, OrderingID: j.OrderingID, ID: j.ID, ClaimedAt: j.ClaimedAt, Outcome: store.OutcomeCompleted,
 		}}, store.Handover{}); err != nil {
 			return nil, err
 		}

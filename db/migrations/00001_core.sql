@@ -844,8 +844,12 @@ $$;
 -- outcome 'completed' deletes the task and writes its tombstone, 'dead' moves
 -- it to dead_tasks, 'retry' makes it pending again retry_delay seconds from
 -- now (the database's now), 'release' makes it pending again as it was (a
--- graceful stop gave it back). Only tasks still held by (node_id, epoch)
--- change: a stale node's late writes change nothing. Returns one row per
+-- graceful stop gave it back). Only tasks still held by the claim the
+-- outcome is for change: (node_id, epoch) and the claim's claimed_at. So a
+-- stale node's late writes change nothing, and neither does an outcome
+-- statement retried after its first try committed unseen, once the same
+-- node and term have claimed the task again (a retry that came due, or a
+-- release): each claim has its own claimed_at. Returns one row per
 -- successor handed straight to the node as running (see below), shaped as
 -- a claim returns it, and then one row whose applied holds the ids of the
 -- tasks that changed and claimable how many heads the call left for a
@@ -890,6 +894,7 @@ CREATE FUNCTION pgsched.finish_tasks(
     partition_ids  integer[],
     ordering_ids   text[],
     task_ids       bigint[],
+    claimed_ats    timestamptz[],
     outcomes       text[],
     retry_delays   float8[],
     errors         text[],
@@ -939,14 +944,14 @@ BEGIN
     WITH gone AS (
         DELETE FROM pgsched.heads h
         USING (
-            SELECT b.p, b.o COLLATE "C" AS o, b.id, b.outcome, b.err
-            FROM unnest(partition_ids, ordering_ids, task_ids, outcomes, errors) AS b(p, o, id, outcome, err)
+            SELECT b.p, b.o COLLATE "C" AS o, b.id, b.ca, b.outcome, b.err
+            FROM unnest(partition_ids, ordering_ids, task_ids, claimed_ats, outcomes, errors) AS b(p, o, id, ca, outcome, err)
             WHERE b.outcome IN ('completed', 'dead')
             ORDER BY b.p, o
         ) b
         -- Held by this node means running (CHECK on heads).
         WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
-          AND h.node_id = p_node_id AND h.epoch = p_epoch
+          AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca
         RETURNING h.*, b.outcome, b.err
     ), tomb AS (
         INSERT INTO pgsched.completions (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, attempt, node_id, completed_at)
@@ -1080,9 +1085,10 @@ BEGIN
                 run_at = CASE WHEN b.outcome = 'retry' THEN now() + make_interval(secs => coalesce(b.retry_delay, 0)) ELSE h.run_at END,
                 attempt = CASE WHEN b.outcome = 'release' THEN greatest(h.attempt - 1, 0) ELSE h.attempt END,
                 last_error = CASE WHEN b.outcome = 'retry' THEN b.err ELSE h.last_error END
-            FROM unnest(partition_ids, ordering_ids, task_ids, outcomes, retry_delays, errors) AS b(p, o, id, outcome, retry_delay, err)
+            FROM unnest(partition_ids, ordering_ids, task_ids, claimed_ats, outcomes, retry_delays, errors)
+                 AS b(p, o, id, ca, outcome, retry_delay, err)
             WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
-              AND h.node_id = p_node_id AND h.epoch = p_epoch AND b.outcome IN ('retry', 'release')
+              AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND b.outcome IN ('retry', 'release')
             RETURNING h.partition_id, h.ordering_id, h.id
         )
         SELECT array_agg(k.partition_id), array_agg(k.ordering_id), array_agg(k.id)

@@ -48,6 +48,7 @@ FROM pgsched.finish_tasks(
     sqlc.arg(partition_ids)::integer[],
     sqlc.arg(ordering_ids)::text[],
     sqlc.arg(task_ids)::bigint[],
+    sqlc.arg(claimed_ats)::timestamptz[],
     sqlc.arg(outcomes)::text[],
     sqlc.arg(retry_delays)::float8[],
     sqlc.arg(errors)::text[],
@@ -61,7 +62,7 @@ FROM pgsched.finish_tasks(
 -- table: a node asks only after a claim or finish statement failed in a way
 -- that leaves open whether it committed.
 -- name: TaskHeldBy :many
-SELECT h.partition_id, h.ordering_id::text AS ordering_id, h.id
+SELECT h.partition_id, h.ordering_id::text AS ordering_id, h.id, h.claimed_at::timestamptz AS claimed_at
 FROM pgsched.heads h
 WHERE h.node_id = sqlc.arg(node_id)::text AND h.epoch = sqlc.arg(epoch)::bigint;
 

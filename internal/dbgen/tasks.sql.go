@@ -196,12 +196,13 @@ FROM pgsched.finish_tasks(
     $3::integer[],
     $4::text[],
     $5::bigint[],
-    $6::text[],
-    $7::float8[],
-    $8::text[],
-    $9::integer,
-    $10::integer[],
-    $11::integer
+    $6::timestamptz[],
+    $7::text[],
+    $8::float8[],
+    $9::text[],
+    $10::integer,
+    $11::integer[],
+    $12::integer
 ) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable)
 `
 
@@ -211,6 +212,7 @@ type TaskFinishParams struct {
 	PartitionIds    []int32
 	OrderingIds     []string
 	TaskIds         []int64
+	ClaimedAts      []time.Time
 	Outcomes        []string
 	RetryDelays     []float64
 	Errors          []string
@@ -248,6 +250,7 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams)
 		arg.PartitionIds,
 		arg.OrderingIds,
 		arg.TaskIds,
+		arg.ClaimedAts,
 		arg.Outcomes,
 		arg.RetryDelays,
 		arg.Errors,
@@ -288,7 +291,7 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams)
 }
 
 const taskHeldBy = `-- name: TaskHeldBy :many
-SELECT h.partition_id, h.ordering_id::text AS ordering_id, h.id
+SELECT h.partition_id, h.ordering_id::text AS ordering_id, h.id, h.claimed_at::timestamptz AS claimed_at
 FROM pgsched.heads h
 WHERE h.node_id = $1::text AND h.epoch = $2::bigint
 `
@@ -302,6 +305,7 @@ type TaskHeldByRow struct {
 	PartitionID int32
 	OrderingID  string
 	ID          int64
+	ClaimedAt   time.Time
 }
 
 // TaskHeldBy lists the tasks the database says (node_id, epoch) runs. Running
@@ -317,7 +321,12 @@ func (q *Queries) TaskHeldBy(ctx context.Context, db DBTX, arg TaskHeldByParams)
 	items := []TaskHeldByRow{}
 	for rows.Next() {
 		var i TaskHeldByRow
-		if err := rows.Scan(&i.PartitionID, &i.OrderingID, &i.ID); err != nil {
+		if err := rows.Scan(
+			&i.PartitionID,
+			&i.OrderingID,
+			&i.ID,
+			&i.ClaimedAt,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -212,6 +212,11 @@ func New(cfg Config) (*Dispatcher, error) {
 // Inflight is the number of claimed tasks whose handlers have not returned.
 func (d *Dispatcher) Inflight() int { return int(d.inflight.Load()) }
 
+// Unrecorded reports how long outcomes have been failing to be written
+// (the database down, or refusing some), how many wait, and the last
+// error; zero while outcomes are written.
+func (d *Dispatcher) Unrecorded() (time.Duration, int, error) { return d.finish.unrecorded() }
+
 // outcomesWritten tells the loop that outcomes written to the database may
 // have made work due: successors promoted and not handed over, or tasks
 // given back.
@@ -488,7 +493,8 @@ func (d *Dispatcher) reconcile(ctx context.Context, term *lease.Term) error {
 		d.knownMu.Lock()
 		for _, h := range held {
 			if j, ok := d.known[h.ID]; !ok || j.Epoch != term.Epoch {
-				lost = append(lost, store.Outcome{Partition: h.Partition, OrderingID: h.OrderingID, ID: h.ID, Outcome: store.OutcomeRelease})
+				lost = append(lost, store.Outcome{Partition: h.Partition, OrderingID: h.OrderingID, ID: h.ID,
+					ClaimedAt: h.ClaimedAt, Outcome: store.OutcomeRelease})
 			}
 		}
 		d.knownMu.Unlock()
@@ -660,237 +666,4 @@ func (d *Dispatcher) exec(ctx context.Context, job *Job) (res Result) {
 		}
 	}()
 	return d.cfg.Exec(ctx, job)
-}
-
-// finisher writes outcomes in batches.
-type finisher struct {
-	cfg   Config
-	after func()
-	// handover and handedOver connect finishes to the dispatcher: which
-	// successors a batch may start, and starting them.
-	handover   func(epoch int64, finished int) store.Handover
-	handedOver func(epoch int64, jobs []store.Claimed)
-	// settled is told the jobs whose outcome a statement settled (written,
-	// or fenced); failed, that a statement failed; writing is held shared
-	// by each write (see Dispatcher.reconcile).
-	settled func(jobs []*Job)
-	failed  func()
-	writing *sync.RWMutex
-	// handedShare is the share of the last batch's outcomes that handed a
-	// successor over, in percent: high when the finish statements carry
-	// the claiming too, and then two run at once (see run).
-	handedShare atomic.Int32
-	mu          sync.Mutex
-	items       []finishItem
-	signal      chan struct{}
-	closed      chan struct{}
-	once        sync.Once
-}
-
-type finishItem struct {
-	job *Job
-	res Result
-	ran time.Duration
-}
-
-// minSecond is the smallest batch worth a second finish statement while
-// one is in flight.
-const minSecond = 50
-
-func (f *finisher) add(job *Job, res Result, ran time.Duration) {
-	f.mu.Lock()
-	f.items = append(f.items, finishItem{job: job, res: res, ran: ran})
-	f.mu.Unlock()
-	select {
-	case f.signal <- struct{}{}:
-	default:
-	}
-}
-
-func (f *finisher) close() { f.once.Do(func() { close(f.closed) }) }
-
-func (f *finisher) pending() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.items)
-}
-
-// take removes up to n outcomes from the front of the queue.
-func (f *finisher) take(n int) []finishItem {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	n = min(n, len(f.items))
-	batch := append([]finishItem(nil), f.items[:n]...)
-	f.items = f.items[n:]
-	return batch
-}
-
-// run writes queued outcomes until closed, then flushes them. Usually one
-// statement at a time: outcomes that arrive meanwhile gather for the next.
-// While most outcomes hand a successor over (handedShare), the finish
-// statements do the node's claiming too and one at a time bounds the
-// node, so two run at once: a batch is split over two, and each half's
-// successors, once run, make up that pipeline's next batch as soon as its
-// statement is back, without waiting for the other. Only one outcome per
-// ordering_id is ever queued or being written (its next task starts only
-// after that write commits), so concurrent statements lock disjoint heads.
-func (f *finisher) run() {
-	ended := make(chan error, 2)
-	writing := 0
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	waiting := false // timer armed: a batch gathers, or a failed write's backoff runs
-	backoff := 10 * time.Millisecond
-	closing, closed := false, f.closed
-	start := func(batch []finishItem) {
-		writing++
-		go func() { ended <- f.writeBatch(batch) }()
-	}
-	for {
-		now := false // write what is queued without gathering first
-		select {
-		case <-f.signal:
-		case err := <-ended:
-			writing--
-			if err == nil {
-				backoff = 10 * time.Millisecond
-				now = true // what queued during the write has gathered
-				break
-			}
-			if closing && backoff >= 5*time.Second {
-				f.cfg.Logger.Error("giving up recording outcomes at shutdown; the tasks will be rescued when the lease expires",
-					"tasks", f.pending())
-				for ; writing > 0; writing-- {
-					<-ended
-				}
-				return
-			}
-			timer.Reset(backoff)
-			waiting = true
-			backoff = min(backoff*2, 5*time.Second)
-		case <-timer.C:
-			waiting, now = false, true
-		case <-closed:
-			closing, closed = true, nil
-		}
-		pending := f.pending()
-		if pending == 0 {
-			if closing && writing == 0 {
-				return
-			}
-			continue
-		}
-		limit := 1
-		if f.handedShare.Load() >= 50 {
-			limit = 2
-		}
-		if waiting || writing >= limit {
-			continue
-		}
-		if !now && !closing {
-			// Let a batch gather.
-			timer.Reset(f.cfg.FinishDelay)
-			waiting = true
-			continue
-		}
-		switch {
-		case writing == 0 && limit == 2 && min(pending, f.cfg.FinishBatch) >= 2*minSecond:
-			n := min(pending, f.cfg.FinishBatch)
-			start(f.take(n / 2))
-			start(f.take(n - n/2))
-		case writing == 0 || pending >= minSecond || closing:
-			start(f.take(f.cfg.FinishBatch))
-		}
-	}
-}
-
-// writeBatch writes one batch; on failure the outcomes not written go back
-// to the front of the queue for the next try.
-func (f *finisher) writeBatch(batch []finishItem) error {
-	f.writing.RLock()
-	unwritten, claimable, err := f.write(batch)
-	f.writing.RUnlock()
-	if claimable > 0 || err != nil {
-		// Work may be due: successors left for a claim, tasks given back
-		// (or, after an error, who knows).
-		f.after()
-	}
-	if err != nil {
-		f.failed()
-		f.mu.Lock()
-		f.items = append(unwritten, f.items...)
-		f.mu.Unlock()
-		f.cfg.Logger.Warn("recording task outcomes failed; will retry", "tasks", len(unwritten), "error", err)
-		return err
-	}
-	return nil
-}
-
-// write writes a batch, one statement per node term among its outcomes
-// (almost always one), and returns the outcomes it could not write (those
-// of the statement that failed and of any not yet tried) and how many
-// heads the statements left for a claim (store.Finished.Claimable).
-func (f *finisher) write(batch []finishItem) ([]finishItem, int, error) {
-	var epochs []int64
-	byEpoch := map[int64][]finishItem{}
-	for _, it := range batch {
-		if _, ok := byEpoch[it.job.Epoch]; !ok {
-			epochs = append(epochs, it.job.Epoch)
-		}
-		byEpoch[it.job.Epoch] = append(byEpoch[it.job.Epoch], it)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), statementTimeout)
-	defer cancel()
-	claimable := 0
-	for i, epoch := range epochs {
-		items := byEpoch[epoch]
-		outs := make([]store.Outcome, len(items))
-		finished := 0
-		for j, it := range items {
-			outs[j] = store.Outcome{
-				Partition: it.job.Partition, OrderingID: it.job.OrderingID, ID: it.job.ID,
-				Outcome: it.res.Outcome, RetryIn: it.res.RetryIn, Error: it.res.Error,
-			}
-			if it.res.Outcome == store.OutcomeCompleted || it.res.Outcome == store.OutcomeDead {
-				finished++
-			}
-		}
-		res, err := f.cfg.Store.Finish(ctx, f.cfg.DB, f.cfg.Node.ID(), epoch, outs, f.handover(epoch, finished))
-		if err != nil {
-			var unwritten []finishItem
-			for _, e := range epochs[i:] {
-				unwritten = append(unwritten, byEpoch[e]...)
-			}
-			return unwritten, claimable, err
-		}
-		claimable += res.Claimable
-		next, ids := res.HandedOver, res.Applied
-		f.handedShare.Store(int32(100 * len(next) / len(outs)))
-		if len(next) > 0 {
-			f.handedOver(epoch, next)
-		}
-		settled := make([]*Job, len(items))
-		for j, it := range items {
-			settled[j] = it.job
-		}
-		f.settled(settled)
-		applied := make(map[int64]bool, len(ids))
-		for _, id := range ids {
-			applied[id] = true
-		}
-		for _, it := range items {
-			if !applied[it.job.ID] {
-				f.cfg.Logger.Warn("outcome not recorded: the task is no longer held by this node's term (fenced)",
-					"ordering_id", it.job.OrderingID, "task_id", it.job.ID, "epoch", it.job.Epoch, "outcome", it.res.Outcome)
-			}
-			if h := f.cfg.Hooks.Finished; h != nil {
-				res := it.res
-				if !applied[it.job.ID] {
-					res = Result{Outcome: Fenced}
-				}
-				h(it.job, res, it.ran)
-			}
-		}
-	}
-	return nil, claimable, nil
 }

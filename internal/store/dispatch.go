@@ -66,9 +66,12 @@ type Outcome struct {
 	Partition  int
 	OrderingID string
 	ID         int64
-	Outcome    string
-	RetryIn    time.Duration // for OutcomeRetry: delay from the database's now
-	Error      string
+	// ClaimedAt is the claim's time as the claim (or handover) returned
+	// it: an outcome applies only to the claim it is for.
+	ClaimedAt time.Time
+	Outcome   string
+	RetryIn   time.Duration // for OutcomeRetry: delay from the database's now
+	Error     string
 }
 
 // Handover lets a finish start the due successors of the tasks it
@@ -100,23 +103,24 @@ type Finished struct {
 	Claimable int
 }
 
-// Finish records outcomes in one statement. Only tasks still held by (node,
-// epoch) change.
+// Finish records outcomes in one statement. Only tasks still held by the
+// claim each outcome is for change: (node, epoch) and ClaimedAt.
 func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, outs []Outcome, hand Handover) (Finished, error) {
 	n := len(outs)
 	arg := dbgen.TaskFinishParams{
 		NodeID: node, Epoch: epoch,
 		PartitionIds: make([]int32, n), OrderingIds: make([]string, n), TaskIds: make([]int64, n),
-		Outcomes: make([]string, n), RetryDelays: make([]float64, n), Errors: make([]string, n),
+		ClaimedAts: make([]time.Time, n), Outcomes: make([]string, n), RetryDelays: make([]float64, n), Errors: make([]string, n),
 		ChainMax: int32(hand.Max), ChainPartitions: hand.Partitions, ChainLimit: int32(hand.Limit),
 	}
 	for i, o := range outs {
 		arg.PartitionIds[i] = int32(o.Partition)
 		arg.OrderingIds[i] = o.OrderingID
 		arg.TaskIds[i] = o.ID
+		arg.ClaimedAts[i] = o.ClaimedAt
 		arg.Outcomes[i] = o.Outcome
 		arg.RetryDelays[i] = o.RetryIn.Seconds()
-		arg.Errors[i] = o.Error
+		arg.Errors[i] = StorableText(o.Error, MaxErrorBytes)
 	}
 	rows, err := s.q.TaskFinish(ctx, s.db(db), arg)
 	if err != nil {
@@ -139,6 +143,7 @@ type Held struct {
 	Partition  int
 	OrderingID string
 	ID         int64
+	ClaimedAt  time.Time
 }
 
 // HeldBy returns the tasks running under (node, epoch). It reads the whole
@@ -150,7 +155,7 @@ func (s *Store) HeldBy(ctx context.Context, db DBTX, node string, epoch int64) (
 	}
 	out := make([]Held, len(rows))
 	for i, r := range rows {
-		out[i] = Held{Partition: int(r.PartitionID), OrderingID: r.OrderingID, ID: r.ID}
+		out[i] = Held{Partition: int(r.PartitionID), OrderingID: r.OrderingID, ID: r.ID, ClaimedAt: r.ClaimedAt}
 	}
 	return out, nil
 }

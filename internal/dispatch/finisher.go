@@ -1,0 +1,400 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsched/pgsched/internal/store"
+)
+
+// finisher writes outcomes in batches.
+type finisher struct {
+	cfg   Config
+	after func()
+	// handover and handedOver connect finishes to the dispatcher: which
+	// successors a batch may start, and starting them.
+	handover   func(epoch int64, finished int) store.Handover
+	handedOver func(epoch int64, jobs []store.Claimed)
+	// settled is told the jobs whose outcome a statement settled (written,
+	// or fenced); failed, that a statement failed; writing is held shared
+	// by each write (see Dispatcher.reconcile).
+	settled func(jobs []*Job)
+	failed  func()
+	writing *sync.RWMutex
+	// handedShare is the share of the last batch's outcomes that handed a
+	// successor over, in percent: high when the finish statements carry
+	// the claiming too, and then two run at once (see run).
+	handedShare atomic.Int32
+	// failingSince is when outcomes began failing to be written (unix
+	// nanoseconds; 0: they are not); see unrecorded.
+	failingSince atomic.Int64
+	mu           sync.Mutex
+	items        []finishItem
+	// aside holds outcomes the database refused on their own; they are
+	// tried again now and then (see run) without holding up the queue.
+	aside   []finishItem
+	lastErr error
+	signal  chan struct{}
+	closed  chan struct{}
+	once    sync.Once
+}
+
+type finishItem struct {
+	job *Job
+	res Result
+	ran time.Duration
+}
+
+// minSecond is the smallest batch worth a second finish statement while
+// one is in flight.
+const minSecond = 50
+
+func (f *finisher) add(job *Job, res Result, ran time.Duration) {
+	f.mu.Lock()
+	f.items = append(f.items, finishItem{job: job, res: res, ran: ran})
+	f.mu.Unlock()
+	select {
+	case f.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (f *finisher) close() { f.once.Do(func() { close(f.closed) }) }
+
+func (f *finisher) asideCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.aside)
+}
+
+func (f *finisher) pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.items)
+}
+
+// take removes up to n outcomes from the front of the queue.
+func (f *finisher) take(n int) []finishItem {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n = min(n, len(f.items))
+	batch := append([]finishItem(nil), f.items[:n]...)
+	f.items = f.items[n:]
+	return batch
+}
+
+// run writes queued outcomes until closed, then flushes them. Usually one
+// statement at a time: outcomes that arrive meanwhile gather for the next.
+// While most outcomes hand a successor over (handedShare), the finish
+// statements do the node's claiming too and one at a time bounds the
+// node, so two run at once: a batch is split over two, and each half's
+// successors, once run, make up that pipeline's next batch as soon as its
+// statement is back, without waiting for the other. Only one outcome per
+// ordering_id is ever queued or being written (its next task starts only
+// after that write commits), so concurrent statements lock disjoint heads.
+func (f *finisher) run() {
+	ended := make(chan error, 2)
+	writing := 0
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	waiting := false // timer armed: a batch gathers, or a failed write's backoff runs
+	backoff := 10 * time.Millisecond
+	closing, closed := false, f.closed
+	start := func(batch []finishItem) {
+		writing++
+		go func() { ended <- f.writeBatch(batch) }()
+	}
+	// Outcomes set aside go back to the front of the queue after a delay
+	// that grows while the database keeps refusing them.
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	retryArmed := false
+	retryDelay := 100 * time.Millisecond
+	retriedAtClose := false
+	for {
+		now := false // write what is queued without gathering first
+		select {
+		case <-retry.C:
+			retryArmed, now = false, true
+			f.mu.Lock()
+			f.items = append(f.aside, f.items...)
+			f.aside = nil
+			f.mu.Unlock()
+		case <-f.signal:
+		case err := <-ended:
+			writing--
+			if err == nil {
+				backoff = 10 * time.Millisecond
+				now = true // what queued during the write has gathered
+				break
+			}
+			if closing && backoff >= 5*time.Second {
+				f.cfg.Logger.Error("giving up recording outcomes at shutdown; the tasks will be rescued when the lease expires",
+					"tasks", f.pending())
+				for ; writing > 0; writing-- {
+					<-ended
+				}
+				return
+			}
+			timer.Reset(backoff)
+			waiting = true
+			backoff = min(backoff*2, 5*time.Second)
+		case <-timer.C:
+			waiting, now = false, true
+		case <-closed:
+			closing, closed = true, nil
+		}
+		if aside := f.asideCount(); aside == 0 {
+			retryDelay = 100 * time.Millisecond
+		} else if !retryArmed && !closing {
+			retry.Reset(retryDelay)
+			retryArmed = true
+			retryDelay = min(retryDelay*2, 5*time.Second)
+		}
+		pending := f.pending()
+		if pending == 0 {
+			if closing && writing == 0 {
+				aside := f.asideCount()
+				if aside == 0 {
+					return
+				}
+				if retriedAtClose {
+					f.cfg.Logger.Error("giving up recording outcomes the database refuses; the tasks go back to their queues when the node deregisters",
+						"tasks", aside)
+					return
+				}
+				retriedAtClose = true
+				f.mu.Lock()
+				f.items = append(f.aside, f.items...)
+				f.aside = nil
+				f.mu.Unlock()
+				pending = f.pending()
+			} else {
+				continue
+			}
+		}
+		limit := 1
+		if f.handedShare.Load() >= 50 {
+			limit = 2
+		}
+		if waiting || writing >= limit {
+			continue
+		}
+		if !now && !closing {
+			// Let a batch gather.
+			timer.Reset(f.cfg.FinishDelay)
+			waiting = true
+			continue
+		}
+		switch {
+		case writing == 0 && limit == 2 && min(pending, f.cfg.FinishBatch) >= 2*minSecond:
+			n := min(pending, f.cfg.FinishBatch)
+			start(f.take(n / 2))
+			start(f.take(n - n/2))
+		case writing == 0 || pending >= minSecond || closing:
+			start(f.take(f.cfg.FinishBatch))
+		}
+	}
+}
+
+// writeBatch writes one batch. Outcomes a failed statement did not write
+// go back to the front of the queue for the next try; outcomes the
+// database refuses on their own are set aside (see writeGroup) and the
+// batch counts as written, so they hold up nothing.
+func (f *finisher) writeBatch(batch []finishItem) error {
+	f.writing.RLock()
+	unwritten, refused, claimable, err := f.write(batch)
+	f.writing.RUnlock()
+	if claimable > 0 || err != nil || len(refused) > 0 {
+		// Work may be due: successors left for a claim, tasks given back
+		// (or, after an error, who knows).
+		f.after()
+	}
+	f.mu.Lock()
+	f.aside = append(f.aside, refused...)
+	if err != nil {
+		f.items = append(unwritten, f.items...)
+	}
+	f.mu.Unlock()
+	if err != nil {
+		f.failed()
+		f.noteFailure(err)
+		f.cfg.Logger.Warn("recording task outcomes failed; will retry", "tasks", len(unwritten), "error", err)
+		return err
+	}
+	f.noteWritten()
+	return nil
+}
+
+// write writes a batch, one statement per node term among its outcomes
+// (almost always one; see writeGroup), and returns the outcomes it could
+// not write (those of the statement that failed and of any not yet
+// tried), those the database refused on their own, and how many heads the
+// statements left for a claim (store.Finished.Claimable).
+func (f *finisher) write(batch []finishItem) (unwritten, refused []finishItem, claimable int, err error) {
+	var epochs []int64
+	byEpoch := map[int64][]finishItem{}
+	for _, it := range batch {
+		if _, ok := byEpoch[it.job.Epoch]; !ok {
+			epochs = append(epochs, it.job.Epoch)
+		}
+		byEpoch[it.job.Epoch] = append(byEpoch[it.job.Epoch], it)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), statementTimeout)
+	defer cancel()
+	for i, epoch := range epochs {
+		u, r, c, err := f.writeGroup(ctx, epoch, byEpoch[epoch])
+		refused = append(refused, r...)
+		claimable += c
+		if err != nil {
+			for _, e := range epochs[i+1:] {
+				u = append(u, byEpoch[e]...)
+			}
+			return u, refused, claimable, err
+		}
+	}
+	return nil, refused, claimable, nil
+}
+
+// writeGroup writes the outcomes of one term in one statement. When
+// PostgreSQL refuses the statement for what an outcome holds (a data
+// exception or an integrity violation: SQLSTATE class 22 or 23), the
+// group is split in halves until the refused outcome stands alone, so
+// every other outcome is written; the refused one is tried once more with
+// its error text replaced, and if the database still refuses it, it is
+// returned as refused. Any other failure (the connection, a timeout)
+// returns every outcome not yet written, to be tried again as they are.
+func (f *finisher) writeGroup(ctx context.Context, epoch int64, items []finishItem) (unwritten, refused []finishItem, claimable int, err error) {
+	claimable, err = f.finish(ctx, epoch, items)
+	if err == nil {
+		return nil, nil, claimable, nil
+	}
+	code, ok := refusal(err)
+	if !ok {
+		return items, nil, 0, err
+	}
+	if len(items) > 1 {
+		h := len(items) / 2
+		u, r1, c1, err := f.writeGroup(ctx, epoch, items[:h])
+		if err != nil {
+			return append(u, items[h:]...), r1, c1, err
+		}
+		u, r2, c2, err := f.writeGroup(ctx, epoch, items[h:])
+		return u, append(r1, r2...), c1 + c2, err
+	}
+	it := items[0]
+	if it.res.Error != "" {
+		plain := it
+		plain.res.Error = fmt.Sprintf("pgsched: this outcome's error text could not be stored (SQLSTATE %s)", code)
+		if c, err2 := f.finish(ctx, epoch, []finishItem{plain}); err2 == nil {
+			f.cfg.Logger.Warn("recorded a task's outcome without its error text, which the database refused",
+				"ordering_id", it.job.OrderingID, "task_id", it.job.ID, "outcome", it.res.Outcome, "error", err)
+			return nil, nil, c, nil
+		}
+	}
+	f.noteFailure(err)
+	f.cfg.Logger.Error("the database refuses this task's outcome; it is set aside and tried again, and the others are written",
+		"ordering_id", it.job.OrderingID, "task_id", it.job.ID, "outcome", it.res.Outcome, "error", err)
+	return nil, items, 0, nil
+}
+
+// refusal reports whether err is PostgreSQL refusing a statement for the
+// data it was given (SQLSTATE class 22 or 23), and its code.
+func refusal(err error) (string, bool) {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return "", false
+	}
+	switch pgErr.Code[:2] {
+	case "22", "23":
+		return pgErr.Code, true
+	}
+	return "", false
+}
+
+// finish writes the outcomes of one term in one statement and settles
+// them: successors handed over start, hooks are told, fenced outcomes
+// are logged.
+func (f *finisher) finish(ctx context.Context, epoch int64, items []finishItem) (int, error) {
+	outs := make([]store.Outcome, len(items))
+	finished := 0
+	for j, it := range items {
+		outs[j] = store.Outcome{
+			Partition: it.job.Partition, OrderingID: it.job.OrderingID, ID: it.job.ID, ClaimedAt: it.job.ClaimedAt,
+			Outcome: it.res.Outcome, RetryIn: it.res.RetryIn, Error: it.res.Error,
+		}
+		if it.res.Outcome == store.OutcomeCompleted || it.res.Outcome == store.OutcomeDead {
+			finished++
+		}
+	}
+	res, err := f.cfg.Store.Finish(ctx, f.cfg.DB, f.cfg.Node.ID(), epoch, outs, f.handover(epoch, finished))
+	if err != nil {
+		return 0, err
+	}
+	next, ids := res.HandedOver, res.Applied
+	f.handedShare.Store(int32(100 * len(next) / len(outs)))
+	if len(next) > 0 {
+		f.handedOver(epoch, next)
+	}
+	settled := make([]*Job, len(items))
+	for j, it := range items {
+		settled[j] = it.job
+	}
+	f.settled(settled)
+	applied := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		applied[id] = true
+	}
+	for _, it := range items {
+		if !applied[it.job.ID] {
+			f.cfg.Logger.Warn("outcome not recorded: the task is no longer held by this node's term (fenced)",
+				"ordering_id", it.job.OrderingID, "task_id", it.job.ID, "epoch", it.job.Epoch, "outcome", it.res.Outcome)
+		}
+		if h := f.cfg.Hooks.Finished; h != nil {
+			res := it.res
+			if !applied[it.job.ID] {
+				res = Result{Outcome: Fenced}
+			}
+			h(it.job, res, it.ran)
+		}
+	}
+	return res.Claimable, nil
+}
+
+// noteFailure records that outcomes failed to be written: the time of the
+// first failure since they last were, and the error.
+func (f *finisher) noteFailure(err error) {
+	f.failingSince.CompareAndSwap(0, time.Now().UnixNano())
+	f.mu.Lock()
+	f.lastErr = err
+	f.mu.Unlock()
+}
+
+// noteWritten records that a batch was written: outcomes are failing no
+// longer, unless some are still set aside.
+func (f *finisher) noteWritten() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.aside) == 0 {
+		f.failingSince.Store(0)
+		f.lastErr = nil
+	}
+}
+
+// unrecorded reports how long outcomes have been failing to be written,
+// how many wait, and the last error; zero when none is failing.
+func (f *finisher) unrecorded() (time.Duration, int, error) {
+	since := f.failingSince.Load()
+	if since == 0 {
+		return 0, 0, nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return time.Since(time.Unix(0, since)), len(f.items) + len(f.aside), f.lastErr
+}

@@ -1,0 +1,144 @@
+package pgsched_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/webhook"
+)
+
+// lastError reads the stored error of an ordering_id's pending head.
+func lastError(t *testing.T, b clientBundle, orderingID string) (string, bool) {
+	t.Helper()
+	var msg *string
+	var running bool
+	err := b.db.Pool.QueryRow(context.Background(),
+		"SELECT last_error, running FROM "+b.db.Schema+".heads WHERE ordering_id = $1", orderingID).Scan(&msg, &running)
+	if err != nil || msg == nil || running {
+		return "", false
+	}
+	return *msg, true
+}
+
+// scheduleNow schedules one task per ordering_id, due now, of the kind
+// kindOf gives.
+func scheduleNow(t *testing.T, b clientBundle, ids []string, kindOf func(string) string) {
+	t.Helper()
+	var tasks []pgsched.Task
+	for _, id := range ids {
+		tasks = append(tasks, pgsched.Task{OrderingID: id, ScheduledAt: time.Now(), Kind: kindOf(id)})
+	}
+	_, err := b.client.ScheduleMany(context.Background(), tasks)
+	require.NoError(t, err)
+}
+
+// TestUnstorableErrorTextIsCleaned: a Go handler's error and a webhook
+// target's response body holding NUL bytes and invalid UTF-8, which
+// PostgreSQL text cannot hold, share outcome batches with successful
+// tasks. The successful tasks complete, and the failing ones are retried
+// with the text made storable.
+func TestUnstorableErrorTextIsCleaned(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = w.Write([]byte("oops\x00boom\xff"))
+	}))
+	t.Cleanup(srv.Close)
+	routes, err := webhook.ParseRoutes("hook=" + srv.URL)
+	require.NoError(t, err)
+	exec, err := webhook.New(webhook.Config{Routes: routes, BeforeSend: pgsched.CheckFence})
+	require.NoError(t, err)
+
+	slow := &pgsched.RetryPolicy{MinBackoff: time.Hour}
+	cfg := fastConfig(b.db.Schema)
+	cfg.FinishDelay = 20 * time.Millisecond // outcomes gather into shared batches
+	cfg.Handlers = map[string]pgsched.Handler{
+		"ok": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil }),
+		"bad": {Func: func(context.Context, *pgsched.Job) error { return errors.New("bad \xff oops\x00boom") },
+			Retry: slow},
+		"hook": {Func: func(ctx context.Context, job *pgsched.Job) error {
+			return exec.Deliver(ctx, webhook.Task{OrderingID: job.OrderingID, ScheduledAt: job.ScheduledAt, Kind: job.Kind, Payload: job.Payload, Attempt: job.Attempt})
+		}, Retry: slow},
+	}
+	var ids []string
+	for i := range 40 {
+		ids = append(ids, fmt.Sprintf("ok-%02d", i))
+	}
+	ids = append(ids, "bad-1", "hook-1")
+	scheduleNow(t, b, ids, func(id string) string { return strings.SplitN(id, "-", 2)[0] })
+	startWorker(t, b.db, cfg)
+
+	eventually(t, 20*time.Second, func() bool {
+		_, bad := lastError(t, b, "bad-1")
+		_, hook := lastError(t, b, "hook-1")
+		return countRows(t, b, "completions") == 40 && bad && hook
+	}, "successful tasks completed, failing ones waiting to retry")
+	msg, _ := lastError(t, b, "bad-1")
+	require.Equal(t, "bad \uFFFD oops\uFFFDboom", msg)
+	msg, _ = lastError(t, b, "hook-1")
+	require.Contains(t, msg, "status 500")
+	require.Contains(t, msg, "oops\uFFFDboom")
+	require.NotContains(t, msg, "\x00")
+}
+
+// TestRefusedOutcomeIsSetAside: PostgreSQL refuses one outcome of a batch
+// for what it holds. The batch is split until that outcome stands alone,
+// so the others are written; an outcome refused for its error text is
+// written without it, and one refused whatever it holds is set aside and
+// tried again later, holding up nothing. While it stays refused for
+// longer than the lease TTL the node reports not ready; once the database
+// takes it, the node is ready again.
+func TestRefusedOutcomeIsSetAside(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	// Stand-ins for whatever a database may refuse: a constraint on the
+	// error text, and one on the dead task itself.
+	_, err := b.db.Pool.Exec(ctx, "ALTER TABLE "+b.db.Schema+".heads ADD CONSTRAINT no_poison CHECK (last_error NOT LIKE '%poison%')")
+	require.NoError(t, err)
+	_, err = b.db.Pool.Exec(ctx, "ALTER TABLE "+b.db.Schema+".dead_tasks ADD CONSTRAINT not_stuck CHECK (ordering_id <> 'stuck-1')")
+	require.NoError(t, err)
+
+	cfg := fastConfig(b.db.Schema)
+	cfg.FinishDelay = 20 * time.Millisecond
+	cfg.Handlers = map[string]pgsched.Handler{
+		"ok": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil }),
+		"poison": {Func: func(context.Context, *pgsched.Job) error { return errors.New("poison") },
+			Retry: &pgsched.RetryPolicy{MinBackoff: time.Hour}},
+		"stuck": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return pgsched.Permanent(errors.New("give up")) }),
+	}
+	var ids []string
+	for i := range 40 {
+		ids = append(ids, fmt.Sprintf("ok-%02d", i))
+	}
+	ids = append(ids, "poison-1", "stuck-1")
+	scheduleNow(t, b, ids, func(id string) string { return strings.SplitN(id, "-", 2)[0] })
+	w := startWorker(t, b.db, cfg)
+
+	eventually(t, 20*time.Second, func() bool {
+		_, poison := lastError(t, b, "poison-1")
+		return countRows(t, b, "completions") == 40 && poison
+	}, "the others are written while one outcome is refused")
+	msg, _ := lastError(t, b, "poison-1")
+	require.Equal(t, "pgsched: this outcome's error text could not be stored (SQLSTATE 23514)", msg)
+
+	eventually(t, 10*time.Second, func() bool { return w.Readiness() != nil }, "not ready once the refusal outlasts the TTL")
+	require.ErrorContains(t, w.Readiness(), "outcomes of 1 tasks unrecorded")
+	require.ErrorContains(t, w.Readiness(), "not_stuck")
+	require.Equal(t, 0, countRows(t, b, "dead_tasks"))
+
+	_, err = b.db.Pool.Exec(ctx, "ALTER TABLE "+b.db.Schema+".dead_tasks DROP CONSTRAINT not_stuck")
+	require.NoError(t, err)
+	eventually(t, 15*time.Second, func() bool { return countRows(t, b, "dead_tasks") == 1 }, "the set-aside outcome is written once the database takes it")
+	eventually(t, 5*time.Second, func() bool { return w.Readiness() == nil }, "ready again")
+}
