@@ -33,12 +33,12 @@ type Worker struct {
 	metrics *metrics.Metrics
 	logger  *slog.Logger
 
-	mu       sync.Mutex
-	started  bool
-	stopped  bool
-	cancel   context.CancelFunc // ends claiming, listening and maintenance
-	nodeStop context.CancelFunc // ends the lease, after the drain
-	done     chan struct{}
+	mu        sync.Mutex
+	starting  bool               // a Start is in progress
+	started   bool               // Start succeeded
+	stopStart bool               // Stop came while starting: that Start gives up
+	cancel    context.CancelFunc // ends claiming, listening and maintenance
+	done      <-chan struct{}    // closed when the run has ended
 
 	node       *lease.Node
 	dispatcher *dispatch.Dispatcher
@@ -46,15 +46,94 @@ type Worker struct {
 	outcomesStuck bool
 }
 
-// NewWorker validates cfg and returns a Worker; Start runs it.
+// minLeaseTTL mirrors the shortest lease lease.NewNode accepts, so a
+// too-short LeaseTTL is a config error at NewWorker rather than at Start.
+const minLeaseTTL = 100 * time.Millisecond
+
+// NewWorker validates cfg and returns a Worker; Start runs it. Every
+// problem that needs no database shows here, as a *ConfigError matching
+// ErrInvalidConfig.
 func NewWorker(pool *pgxpool.Pool, cfg Config) (*Worker, error) {
 	if pool == nil {
-		return nil, errors.New("pgsched: NewWorker needs a pool")
+		return nil, fmt.Errorf("%w: NewWorker needs a pool", ErrInvalidConfig)
 	}
 	st, err := store.New(cfg.Schema)
 	if err != nil {
-		return nil, fmt.Errorf("pgsched: %w", err)
+		return nil, &ConfigError{Field: "Schema", Err: fmt.Errorf("Schema: %w", err)}
 	}
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	cfg = withDefaults(cfg)
+	// Checked on the filled-in values: an explicit ClusterInterval must stay
+	// below the lease it is derived from by default.
+	if cfg.ClusterInterval >= cfg.LeaseTTL {
+		return nil, configErr("ClusterInterval", "ClusterInterval %s must be shorter than LeaseTTL %s", cfg.ClusterInterval, cfg.LeaseTTL)
+	}
+	m, err := metrics.New(cfg.Registerer)
+	if err != nil {
+		return nil, &ConfigError{Field: "Registerer", Err: fmt.Errorf("Registerer: registering metrics: %w", err)}
+	}
+	return &Worker{pool: pool, cfg: cfg, store: st, metrics: m, logger: cfg.Logger.With("node_id", cfg.NodeID)}, nil
+}
+
+// checkConfig refuses values no default can make sense of.
+func checkConfig(cfg Config) error {
+	if cfg.LeaseTTL != 0 && cfg.LeaseTTL < minLeaseTTL {
+		return configErr("LeaseTTL", "LeaseTTL %s is too short (minimum %s)", cfg.LeaseTTL, minLeaseTTL)
+	}
+	if cfg.Concurrency < 0 {
+		return configErr("Concurrency", "Concurrency must be positive, got %d", cfg.Concurrency)
+	}
+	if cfg.FinishBatch < 0 {
+		return configErr("FinishBatch", "FinishBatch must not be negative, got %d", cfg.FinishBatch)
+	}
+	if cfg.ClaimAhead > time.Second {
+		return configErr("ClaimAhead", "ClaimAhead must be at most 1s, got %s", cfg.ClaimAhead)
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"PollInterval", cfg.PollInterval}, {"MaintenanceInterval", cfg.MaintenanceInterval},
+		{"ClusterInterval", cfg.ClusterInterval}, {"DrainTimeout", cfg.DrainTimeout},
+		{"FlexDown", cfg.FlexDown}, {"FinishDelay", cfg.FinishDelay},
+	} {
+		if d.v < 0 {
+			return configErr(d.field, "%s must not be negative, got %s", d.field, d.v)
+		}
+	}
+	if err := checkRetry("Retry", cfg.Retry); err != nil {
+		return err
+	}
+	for kind, h := range cfg.Handlers {
+		field := fmt.Sprintf("Handlers[%q]", kind)
+		if (h.Func == nil) == (h.TxFunc == nil) {
+			return configErr(field, "%s must set exactly one of Func and TxFunc", field)
+		}
+		if h.Retry != nil {
+			if err := checkRetry(field+".Retry", *h.Retry); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkRetry(field string, p RetryPolicy) error {
+	switch {
+	case p.MaxAttempts < 0:
+		return configErr(field, "%s.MaxAttempts must not be negative, got %d", field, p.MaxAttempts)
+	case p.MinBackoff < 0:
+		return configErr(field, "%s.MinBackoff must not be negative, got %s", field, p.MinBackoff)
+	case p.MaxBackoff < 0:
+		return configErr(field, "%s.MaxBackoff must not be negative, got %s", field, p.MaxBackoff)
+	}
+	return nil
+}
+
+// withDefaults fills in every zero field of a checked cfg.
+func withDefaults(cfg Config) Config {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -65,16 +144,13 @@ func NewWorker(pool *pgxpool.Pool, cfg Config) (*Worker, error) {
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 100
 	}
-	if cfg.Concurrency < 0 {
-		return nil, fmt.Errorf("pgsched: Concurrency must be positive, got %d", cfg.Concurrency)
-	}
 	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = 10 * time.Second
 	}
-	if cfg.MaintenanceInterval <= 0 {
+	if cfg.MaintenanceInterval == 0 {
 		cfg.MaintenanceInterval = cfg.LeaseTTL / 4
 	}
-	if cfg.FlexDown <= 0 {
+	if cfg.FlexDown == 0 {
 		cfg.FlexDown = time.Minute
 	}
 	switch {
@@ -82,22 +158,11 @@ func NewWorker(pool *pgxpool.Pool, cfg Config) (*Worker, error) {
 		cfg.ClaimAhead = 25 * time.Millisecond
 	case cfg.ClaimAhead < 0:
 		cfg.ClaimAhead = 0
-	case cfg.ClaimAhead > time.Second:
-		return nil, fmt.Errorf("pgsched: ClaimAhead must be at most 1s, got %s", cfg.ClaimAhead)
 	}
-	if cfg.ClusterInterval <= 0 {
+	if cfg.ClusterInterval == 0 {
 		cfg.ClusterInterval = min(cfg.LeaseTTL/3, time.Second)
 	}
-	for kind, h := range cfg.Handlers {
-		if (h.Func == nil) == (h.TxFunc == nil) {
-			return nil, fmt.Errorf("pgsched: handler for kind %q must set exactly one of Func and TxFunc", kind)
-		}
-	}
-	m, err := metrics.New(cfg.Registerer)
-	if err != nil {
-		return nil, fmt.Errorf("pgsched: registering metrics: %w", err)
-	}
-	return &Worker{pool: pool, cfg: cfg, store: st, metrics: m, logger: cfg.Logger.With("node_id", cfg.NodeID)}, nil
+	return cfg
 }
 
 // NodeID is this worker's node id.
@@ -129,20 +194,59 @@ func (w *Worker) Readiness() error {
 }
 
 // Start checks the schema, registers the node and starts working in the
-// background. It returns once the first lease is held (or ctx ends).
+// background. It returns once the first lease is held. On an error nothing
+// is left running and Start may be called again: ErrSchemaNotReady and
+// ErrDatabaseUnavailable heal once the database is migrated and reachable.
+// Once Start has succeeded, it returns ErrAlreadyStarted.
 func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
-	if w.started {
+	if w.starting || w.started {
 		w.mu.Unlock()
-		return errors.New("pgsched: worker already started")
+		return ErrAlreadyStarted
 	}
-	w.started = true
+	w.starting, w.stopStart = true, false
 	w.mu.Unlock()
-	var err error
+	err := w.start(ctx)
+	w.mu.Lock()
+	w.starting, w.started = false, err == nil
+	w.mu.Unlock()
+	return err
+}
 
-	// The control plane (lease, claims, outcomes, maintenance) gets a small
-	// pool of its own, so busy handlers on the caller's pool can never starve
-	// lease renewal.
+// start does Start's work; each step undoes what the steps before it
+// built when it fails.
+func (w *Worker) start(ctx context.Context) error {
+	ctl, err := w.openControl(ctx)
+	if err != nil {
+		return err
+	}
+	settings, err := w.checkSchema(ctx, ctl)
+	if err != nil {
+		ctl.Close()
+		return err
+	}
+	p, err := w.build(ctl)
+	if err != nil {
+		ctl.Close()
+		return err
+	}
+	done, err := w.launch(ctx, ctl, p)
+	if err != nil {
+		ctl.Close()
+		return err
+	}
+	if err := awaitLease(ctx, p.node, done); err != nil {
+		w.undo(done)
+		return err
+	}
+	w.logger.Info("worker started", "partitions", settings.PartitionCount, "concurrency", w.cfg.Concurrency)
+	return nil
+}
+
+// openControl opens the control plane's pool (lease, claims, outcomes,
+// maintenance): a small one of its own, so busy handlers on the caller's
+// pool can never starve lease renewal. It connects lazily.
+func (w *Worker) openControl(ctx context.Context) (*pgxpool.Pool, error) {
 	ctlCfg := w.pool.Config()
 	ctlCfg.MaxConns, ctlCfg.MinConns = 4, 1
 	// Every control statement is a short index-driven one; JIT compiling
@@ -153,27 +257,43 @@ func (w *Worker) Start(ctx context.Context) error {
 		ctlCfg.ConnConfig.RuntimeParams = map[string]string{}
 	}
 	ctlCfg.ConnConfig.RuntimeParams["jit"] = "off"
-	w.ctl, err = pgxpool.NewWithConfig(ctx, ctlCfg)
+	ctl, err := pgxpool.NewWithConfig(ctx, ctlCfg)
 	if err != nil {
-		return fmt.Errorf("pgsched: opening control connections: %w", err)
+		return nil, fmt.Errorf("pgsched: opening control connections: %w", err)
 	}
-	started := false
-	defer func() {
-		if !started {
-			w.ctl.Close()
-		}
-	}()
-	settings, err := w.store.Settings(ctx, w.ctl)
-	if err != nil {
-		return fmt.Errorf("pgsched: %w", err)
-	}
-	if _, err := w.store.EnsureCompletionPartitions(ctx, w.ctl, 3); err != nil {
-		return fmt.Errorf("pgsched: preparing completion partitions: %w", err)
-	}
+	return ctl, nil
+}
 
+// checkSchema reads the settings and prepares completion partitions: the
+// first statements to reach the database, so their errors say whether it
+// is reachable and migrated.
+func (w *Worker) checkSchema(ctx context.Context, ctl *pgxpool.Pool) (store.Settings, error) {
+	settings, err := w.store.Settings(ctx, ctl)
+	if err != nil {
+		return settings, startError(err)
+	}
+	if _, err := w.store.EnsureCompletionPartitions(ctx, ctl, 3); err != nil {
+		return settings, startError(fmt.Errorf("preparing completion partitions: %w", err))
+	}
+	return settings, nil
+}
+
+// parts are the components of one run of the worker.
+type parts struct {
+	node                         *lease.Node
+	duties                       *lease.Duties
+	leader                       *lease.Leader
+	disp                         *dispatch.Dispatcher
+	wake, dutiesWake, leaderWake chan struct{}
+}
+
+// build makes the run's components on ctl. It starts nothing.
+func (w *Worker) build(ctl *pgxpool.Pool) (*parts, error) {
+	p := &parts{wake: make(chan struct{}, 1), dutiesWake: make(chan struct{}, 1), leaderWake: make(chan struct{}, 1)}
 	host, _ := os.Hostname()
-	node, err := lease.NewNode(lease.NodeConfig{
-		ID: w.cfg.NodeID, Store: w.store, DB: w.ctl, TTL: w.cfg.LeaseTTL, Host: host, PID: os.Getpid(),
+	var err error
+	p.node, err = lease.NewNode(lease.NodeConfig{
+		ID: w.cfg.NodeID, Store: w.store, DB: ctl, TTL: w.cfg.LeaseTTL, Host: host, PID: os.Getpid(),
 		Logger: w.logger,
 		Events: lease.Events{
 			Registered: func(epoch int64) { w.metrics.LeaseEpoch.Set(float64(epoch)) },
@@ -185,14 +305,11 @@ func (w *Worker) Start(ctx context.Context) error {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("pgsched: %w", err)
+		return nil, fmt.Errorf("pgsched: %w", err)
 	}
-	wake := make(chan struct{}, 1)
-	dutiesWake := make(chan struct{}, 1)
-	leaderWake := make(chan struct{}, 1)
-	duties, err := lease.NewDuties(lease.DutiesConfig{
-		Node: node, Store: w.store, DB: w.ctl, Interval: w.cfg.ClusterInterval, Wake: dutiesWake,
-		OnChange: func() { poke(wake) },
+	p.duties, err = lease.NewDuties(lease.DutiesConfig{
+		Node: p.node, Store: w.store, DB: ctl, Interval: w.cfg.ClusterInterval, Wake: p.dutiesWake,
+		OnChange: func() { poke(p.wake) },
 		OnRescue: func(n int) { w.metrics.Rescued.Add(float64(n)) },
 		OnState: func(s lease.DutiesState) {
 			w.metrics.Partitions.Set(float64(s.Owned))
@@ -203,20 +320,20 @@ func (w *Worker) Start(ctx context.Context) error {
 		Logger: w.logger,
 	})
 	if err != nil {
-		return fmt.Errorf("pgsched: %w", err)
+		return nil, fmt.Errorf("pgsched: %w", err)
 	}
 	planner, err := lease.NewPlanner(lease.PlannerConfig{
-		Store: w.store, DB: w.ctl, FlexDown: w.cfg.FlexDown, Logger: w.logger,
+		Store: w.store, DB: ctl, FlexDown: w.cfg.FlexDown, Logger: w.logger,
 		Events: lease.PlanEvents{
 			Depleted: func(nodes []string) { w.metrics.NodesDepleted.Add(float64(len(nodes))) },
 			Rescued:  func(n int) { w.metrics.Rescued.Add(float64(n)) },
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("pgsched: %w", err)
+		return nil, fmt.Errorf("pgsched: %w", err)
 	}
-	leader, err := lease.NewLeader(lease.LeaderConfig{
-		Node: node, Store: w.store, DB: w.ctl, TTL: w.cfg.LeaseTTL, Interval: w.cfg.ClusterInterval, Wake: leaderWake,
+	p.leader, err = lease.NewLeader(lease.LeaderConfig{
+		Node: p.node, Store: w.store, DB: ctl, TTL: w.cfg.LeaseTTL, Interval: w.cfg.ClusterInterval, Wake: p.leaderWake,
 		Round: planner.Round, Logger: w.logger,
 		Events: lease.LeaderEvents{
 			Won: func(int64) {
@@ -228,15 +345,15 @@ func (w *Worker) Start(ctx context.Context) error {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("pgsched: %w", err)
+		return nil, fmt.Errorf("pgsched: %w", err)
 	}
-	disp, err := dispatch.New(dispatch.Config{
-		Store: w.store, DB: w.ctl, Node: node,
-		Partitions:   duties.Partitions,
+	p.disp, err = dispatch.New(dispatch.Config{
+		Store: w.store, DB: ctl, Node: p.node,
+		Partitions:   p.duties.Partitions,
 		Concurrency:  w.cfg.Concurrency,
 		Prefetch:     w.cfg.Prefetch,
 		Exec:         w.exec,
-		Wake:         wake,
+		Wake:         p.wake,
 		PollInterval: w.cfg.PollInterval,
 		ClaimAhead:   w.cfg.ClaimAhead,
 		FinishBatch:  w.cfg.FinishBatch,
@@ -250,58 +367,91 @@ func (w *Worker) Start(ctx context.Context) error {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("pgsched: %w", err)
+		return nil, fmt.Errorf("pgsched: %w", err)
 	}
+	return p, nil
+}
 
+// launch publishes p as the worker's run and starts its goroutines. The
+// returned channel is closed once they have all ended and ctl is closed.
+// It refuses, starting nothing, when Stop came while starting.
+func (w *Worker) launch(ctx context.Context, ctl *pgxpool.Pool, p *parts) (<-chan struct{}, error) {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	nodeCtx, nodeStop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
 	w.mu.Lock()
-	w.node, w.dispatcher, w.cancel, w.nodeStop = node, disp, cancel, nodeStop
-	w.done = make(chan struct{})
+	if w.stopStart {
+		w.mu.Unlock()
+		cancel()
+		nodeStop()
+		return nil, errStoppedWhileStarting
+	}
+	w.ctl, w.node, w.dispatcher, w.cancel, w.done = ctl, p.node, p.disp, cancel, done
 	w.mu.Unlock()
 
 	var wg sync.WaitGroup
 	nodeDone := make(chan struct{})
-	go func() { defer close(nodeDone); _ = node.Run(nodeCtx) }()
+	go func() { defer close(nodeDone); _ = p.node.Run(nodeCtx) }()
 	wg.Add(5)
-	go func() { defer wg.Done(); _ = leader.Run(runCtx) }()
-	go func() { defer wg.Done(); _ = duties.Run(runCtx) }()
-	go func() { defer wg.Done(); w.listen(runCtx, wake, dutiesWake, leaderWake) }()
+	go func() { defer wg.Done(); _ = p.leader.Run(runCtx) }()
+	go func() { defer wg.Done(); _ = p.duties.Run(runCtx) }()
+	go func() { defer wg.Done(); w.listen(runCtx, p.wake, p.dutiesWake, p.leaderWake) }()
 	go func() { defer wg.Done(); w.maintain(runCtx) }()
-	go func() { defer wg.Done(); _ = disp.Run(runCtx) }()
+	go func() { defer wg.Done(); _ = p.disp.Run(runCtx) }()
 	go func() {
 		wg.Wait()
+		// The lease ends last: outcomes of draining tasks need its term.
 		nodeStop()
 		<-nodeDone
-		w.ctl.Close()
-		close(w.done)
+		ctl.Close()
+		close(done)
 	}()
-	started = true
+	return done, nil
+}
 
+// awaitLease waits for the node's first lease, for ctx to end or for Stop
+// to end the run (done).
+func awaitLease(ctx context.Context, node *lease.Node, done <-chan struct{}) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
 	for node.Current() == nil {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-done:
+			return errStoppedWhileStarting
 		case <-node.Changed():
-		case <-time.After(50 * time.Millisecond):
+		case <-tick.C:
 		}
 	}
-	w.logger.Info("worker started", "partitions", settings.PartitionCount, "concurrency", w.cfg.Concurrency)
 	return nil
+}
+
+// undo ends a run that did not finish starting and forgets it, leaving the
+// worker as before Start.
+func (w *Worker) undo(done <-chan struct{}) {
+	w.mu.Lock()
+	cancel := w.cancel
+	w.mu.Unlock()
+	cancel()
+	<-done
+	w.mu.Lock()
+	w.ctl, w.node, w.dispatcher, w.cancel, w.done = nil, nil, nil, nil, nil
+	w.mu.Unlock()
 }
 
 // Stop claims nothing more, waits for running tasks (up to DrainTimeout),
 // gives back the rest, records every outcome and deregisters the node so
-// others take over at once. Safe to call twice, and without Start. If ctx
-// ends first, Stop returns its error while the shutdown goes on.
+// others take over at once. Safe to call twice, without Start and after a
+// failed Start; a Start still in progress gives up and returns an error.
+// If ctx ends first, Stop returns its error while the shutdown goes on.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
-	if !w.started || w.done == nil {
-		w.stopped = true
+	w.stopStart = w.starting
+	if w.done == nil {
 		w.mu.Unlock()
 		return nil
 	}
-	w.stopped = true
 	cancel, done, node := w.cancel, w.done, w.node
 	w.mu.Unlock()
 	// Hand the partitions over before draining, not after: the backup and

@@ -5,6 +5,10 @@
 // directory, so `go run ./cmd/worker` works on a fresh machine with
 // PostgreSQL's binaries installed. Every flag mirrors an environment
 // variable; run with -h for the list.
+//
+// A bad setting exits at once, naming it. A database that is down or not
+// migrated yet is retried with backoff, /readyz answering 503 with the
+// reason until the worker holds its lease.
 package main
 
 import (
@@ -16,11 +20,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,6 +38,7 @@ import (
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/localpg"
 	"github.com/pgsched/pgsched/internal/migrator"
+	"github.com/pgsched/pgsched/internal/sqlschema"
 	"github.com/pgsched/pgsched/internal/webhook"
 )
 
@@ -131,7 +138,10 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if o.concurrency <= 0 {
-		return o, fmt.Errorf("concurrency must be positive, got %d", o.concurrency)
+		return o, fmt.Errorf("PGSCHED_CONCURRENCY (-concurrency) must be positive, got %d", o.concurrency)
+	}
+	if o.webhookTimeout < 0 {
+		return o, fmt.Errorf("PGSCHED_WEBHOOK_TIMEOUT (-webhook-timeout) must not be negative, got %s", o.webhookTimeout)
 	}
 	return o, nil
 }
@@ -147,38 +157,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	logger := slog.New(handler)
 
-	var routes webhook.Routes
-	if o.webhooks != "" {
-		if routes, err = webhook.ParseRoutes(o.webhooks); err != nil {
-			return fmt.Errorf("PGSCHED_WEBHOOKS: %w", err)
-		}
+	routes, exec, err := webhooks(o)
+	if err != nil {
+		return err
 	}
-
 	if o.databaseURL == "" {
-		srv, err := localpg.Start(ctx, localpg.Options{DataDir: o.dataDir, Durable: true, Logger: logger})
+		stop, err := startLocal(ctx, &o, routes, stdout, logger)
 		if err != nil {
-			return fmt.Errorf("no DATABASE_URL, and starting a local PostgreSQL failed: %w", err)
+			return err
 		}
-		defer func() { _ = srv.Stop(context.WithoutCancel(ctx)) }()
-		o.databaseURL = srv.URL()
-		o.migrate = true
-		fmt.Fprintf(stdout, `pgsched: no DATABASE_URL given; using the local PostgreSQL in %s
-  connect:  psql '%s'
-  enqueue:  SELECT %s.schedule('my-order', now() + interval '5 seconds', '', '{"hello":"world"}', 'default');
-  watch:    SELECT * FROM %s.tasks;  SELECT * FROM %s.completions;
-`, o.dataDir, o.databaseURL, o.schema, o.schema, o.schema)
-		if routes.Len() == 0 {
-			fmt.Fprintln(stdout, "  deliver:  no PGSCHED_WEBHOOKS set, so tasks will fail and retry; e.g. PGSCHED_WEBHOOKS='*=http://127.0.0.1:8080/hook'")
-		}
+		defer stop()
 	}
-	if routes.Len() > 0 {
-		fmt.Fprintf(stdout, "pgsched: delivering tasks by HTTP POST per PGSCHED_WEBHOOKS=%s\n", o.webhooks)
+	pool, err := openPool(ctx, o)
+	if err != nil {
+		return err
 	}
+	defer pool.Close()
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	var worker atomic.Pointer[pgsched.Worker]
-	httpSrv, err := serveHTTP(o.httpAddr, reg, func() bool { w := worker.Load(); return w != nil && w.Ready() })
+	// Every setting is checked here, before the database is touched: a bad
+	// one exits at once instead of being retried like a database not yet up.
+	w, err := pgsched.NewWorker(pool, workerConfig(o, exec, logger, reg))
+	if err != nil {
+		return namingSetting(err)
+	}
+	if routes.Len() > 0 {
+		fmt.Fprintf(stdout, "pgsched: delivering tasks by HTTP POST per PGSCHED_WEBHOOKS=%s\n", redactRoutes(o.webhooks))
+	}
+
+	state := &readiness{reason: "starting"}
+	httpSrv, err := serveHTTP(o.httpAddr, reg, state.check)
 	if err != nil {
 		return err
 	}
@@ -189,19 +198,86 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}()
 	logger.Info("http listening", "addr", o.httpAddr)
 
-	pool, err := connect(ctx, o, logger)
-	if err != nil {
+	if err := bringUp(ctx, o, w, state, logger); err != nil {
+		if ctx.Err() != nil {
+			// Stopped while still coming up: a failed Start leaves nothing running.
+			return nil
+		}
 		return err
 	}
-	defer pool.Close()
+	state.started(w)
+	<-ctx.Done()
+	logger.Info("stopping: draining running tasks", "drain_timeout", o.drainTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), o.drainTimeout+10*time.Second)
+	defer cancel()
+	return w.Stop(sctx)
+}
 
-	var exec *webhook.Executor
-	if routes.Len() > 0 {
-		if exec, err = webhook.New(webhook.Config{Routes: routes, Secret: []byte(o.webhookSecret), Timeout: o.webhookTimeout}); err != nil {
-			return err
-		}
+// webhooks parses PGSCHED_WEBHOOKS; exec is nil when none are set.
+func webhooks(o options) (webhook.Routes, *webhook.Executor, error) {
+	if o.webhooks == "" {
+		return webhook.Routes{}, nil, nil
 	}
-	cfg := pgsched.Config{
+	routes, err := webhook.ParseRoutes(o.webhooks)
+	if err != nil {
+		return routes, nil, fmt.Errorf("PGSCHED_WEBHOOKS (-webhooks): %w", err)
+	}
+	exec, err := webhook.New(webhook.Config{Routes: routes, Secret: []byte(o.webhookSecret), Timeout: o.webhookTimeout,
+		BeforeSend: pgsched.CheckFence})
+	if err != nil {
+		return routes, nil, err
+	}
+	return routes, exec, nil
+}
+
+// redactRoutes returns PGSCHED_WEBHOOKS, which has passed
+// webhook.ParseRoutes, with the password of every URL masked, for printing.
+func redactRoutes(s string) string {
+	items := strings.Split(s, ",")
+	for i, item := range items {
+		kind, raw, _ := strings.Cut(item, "=")
+		shown := "<unparsable URL>"
+		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil {
+			shown = u.Redacted()
+		}
+		items[i] = strings.TrimSpace(kind) + "=" + shown
+	}
+	return strings.Join(items, ",")
+}
+
+// startLocal starts (or reuses) the local PostgreSQL in o.dataDir and points
+// o at it; stop stops it.
+func startLocal(ctx context.Context, o *options, routes webhook.Routes, stdout io.Writer, logger *slog.Logger) (stop func(), err error) {
+	srv, err := localpg.Start(ctx, localpg.Options{DataDir: o.dataDir, Durable: true, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("no DATABASE_URL, and starting a local PostgreSQL failed: %w", err)
+	}
+	o.databaseURL = srv.URL()
+	o.migrate = true
+	fmt.Fprintf(stdout, `pgsched: no DATABASE_URL given; using the local PostgreSQL in %s
+  connect:  psql '%s'
+  enqueue:  SELECT %s.schedule('my-order', now() + interval '5 seconds', '', '{"hello":"world"}', 'default');
+  watch:    SELECT * FROM %s.tasks;  SELECT * FROM %s.completions;
+`, o.dataDir, o.databaseURL, o.schema, o.schema, o.schema)
+	if routes.Len() == 0 {
+		fmt.Fprintln(stdout, "  deliver:  no PGSCHED_WEBHOOKS set, so tasks will fail and retry; e.g. PGSCHED_WEBHOOKS='*=http://127.0.0.1:8080/hook'")
+	}
+	return func() { _ = srv.Stop(context.WithoutCancel(ctx)) }, nil
+}
+
+// openPool opens the handlers' pool. It connects lazily, so it succeeds
+// while the database is down.
+func openPool(ctx context.Context, o options) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(o.databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL (-database-url): %w", err)
+	}
+	cfg.MaxConns = max(cfg.MaxConns, 8)
+	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+func workerConfig(o options, exec *webhook.Executor, logger *slog.Logger, reg prometheus.Registerer) pgsched.Config {
+	return pgsched.Config{
 		Schema:       o.schema,
 		NodeID:       o.nodeID,
 		Concurrency:  o.concurrency,
@@ -215,64 +291,110 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Registerer:   reg,
 		Handlers:     map[string]pgsched.Handler{"*": pgsched.HandlerFunc(deliver(exec))},
 	}
-	w, err := pgsched.NewWorker(pool, cfg)
-	if err != nil {
-		return err
-	}
-	for {
-		err := w.Start(ctx)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		logger.Warn("starting worker failed; retrying", "error", err)
-		if !sleep(ctx, 2*time.Second) {
-			return nil
-		}
-	}
-	worker.Store(w)
-	<-ctx.Done()
-	logger.Info("stopping: draining running tasks", "drain_timeout", o.drainTimeout)
-	sctx, cancel := context.WithTimeout(context.Background(), o.drainTimeout+10*time.Second)
-	defer cancel()
-	return w.Stop(sctx)
 }
 
-// connect opens the pool and applies migrations, retrying with backoff while
-// the database is unreachable.
-func connect(ctx context.Context, o options, logger *slog.Logger) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(o.databaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+// settingOf names the variable and flag behind each Config field that
+// workerConfig sets from them.
+var settingOf = map[string]string{
+	"Schema":       "PGSCHED_SCHEMA (-schema)",
+	"NodeID":       "PGSCHED_NODE_ID (-node-id)",
+	"Concurrency":  "PGSCHED_CONCURRENCY (-concurrency)",
+	"Prefetch":     "PGSCHED_PREFETCH (-prefetch)",
+	"LeaseTTL":     "PGSCHED_LEASE_TTL (-lease-ttl)",
+	"PollInterval": "PGSCHED_POLL_INTERVAL (-poll-interval)",
+	"DrainTimeout": "PGSCHED_DRAIN_TIMEOUT (-drain-timeout)",
+	"FlexDown":     "PGSCHED_FLEX_DOWN (-flex-down)",
+	"Retry":        "PGSCHED_MAX_ATTEMPTS (-max-attempts)",
+}
+
+// namingSetting prefixes a config error with the setting it came from.
+func namingSetting(err error) error {
+	var ce *pgsched.ConfigError
+	if errors.As(err, &ce) {
+		if s, ok := settingOf[ce.Field]; ok {
+			return fmt.Errorf("%s: %w", s, err)
+		}
 	}
-	cfg.MaxConns = max(cfg.MaxConns, 8)
+	return err
+}
+
+// bringUp migrates (when asked) and starts w, retrying with backoff while
+// the database is unreachable or not migrated yet, and giving up at once on
+// what no retry can fix.
+func bringUp(ctx context.Context, o options, w *pgsched.Worker, state *readiness, logger *slog.Logger) error {
+	if o.migrate {
+		err := retry(ctx, "migrating", state, logger, func() error {
+			return migrator.Up(ctx, o.databaseURL, migrator.Options{Schema: o.schema, Logger: logger})
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return retry(ctx, "starting worker", state, logger, func() error { return w.Start(ctx) })
+}
+
+// retry calls f until it succeeds, ctx ends or it fails for good; every
+// failure on the way is /readyz's reason.
+func retry(ctx context.Context, what string, state *readiness, logger *slog.Logger, f func() error) error {
 	backoff := 500 * time.Millisecond
 	for {
-		err := func() error {
-			if o.migrate {
-				if err := migrator.Up(ctx, o.databaseURL, migrator.Options{Schema: o.schema, Logger: logger}); err != nil {
-					return err
-				}
-			}
+		err := f()
+		switch {
+		case err == nil:
 			return nil
-		}()
-		if err == nil {
-			pool, err := pgxpool.NewWithConfig(ctx, cfg)
-			if err == nil {
-				return pool, nil
-			}
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case permanent(err):
+			return err
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		logger.Warn("database not ready; retrying", "error", err, "in", backoff)
+		state.notReady(fmt.Sprintf("%s failed, retrying: %v", what, err))
+		logger.Warn(what+" failed; retrying", "error", err, "in", backoff)
 		if !sleep(ctx, backoff) {
-			return nil, ctx.Err()
+			return ctx.Err()
 		}
 		backoff = min(backoff*2, 10*time.Second)
 	}
+}
+
+// permanent reports the errors no retry can fix. Anything else from the
+// database (unreachable, schema not migrated yet, a concurrent migration,
+// a missing grant) may heal.
+func permanent(err error) bool {
+	return errors.Is(err, pgsched.ErrInvalidConfig) || errors.Is(err, sqlschema.ErrInvalidName) ||
+		errors.Is(err, pgsched.ErrAlreadyStarted)
+}
+
+// readiness is what /readyz reports: ready once the worker has started and
+// holds a live lease; until it has started, the last reason it has not.
+type readiness struct {
+	mu     sync.Mutex
+	worker *pgsched.Worker
+	reason string
+}
+
+func (r *readiness) notReady(reason string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reason = reason
+}
+
+func (r *readiness) started(w *pgsched.Worker) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.worker = w
+}
+
+func (r *readiness) check() (ready bool, reason string) {
+	r.mu.Lock()
+	w, reason := r.worker, r.reason
+	r.mu.Unlock()
+	switch {
+	case w == nil:
+		return false, reason
+	case !w.Ready():
+		return false, "no live lease (database unreachable?)"
+	}
+	return true, ""
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -302,13 +424,13 @@ func deliver(exec *webhook.Executor) func(ctx context.Context, job *pgsched.Job)
 	}
 }
 
-func serveHTTP(addr string, reg *prometheus.Registry, ready func() bool) (*http.Server, error) {
+func serveHTTP(addr string, reg *prometheus.Registry, ready func() (bool, string)) (*http.Server, error) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready() {
-			http.Error(w, "not ready: no live lease (database unreachable or starting)", http.StatusServiceUnavailable)
+		if ok, reason := ready(); !ok {
+			http.Error(w, "not ready: "+reason, http.StatusServiceUnavailable)
 			return
 		}
 		_, _ = io.WriteString(w, "ready\n")

@@ -5,18 +5,25 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/localpg"
+	"github.com/pgsched/pgsched/internal/migrator"
 	"github.com/pgsched/pgsched/internal/pgtest"
+	"github.com/pgsched/pgsched/internal/sqlschema"
 	"github.com/pgsched/pgsched/internal/webhook"
 )
 
@@ -183,4 +190,208 @@ func TestParseRejectsBadInput(t *testing.T) {
 	}, io.Discard, io.Discard)
 	require.ErrorContains(t, err, "PGSCHED_WEBHOOKS")
 	require.True(t, strings.Contains(err.Error(), "nourl"))
+}
+
+// startRun runs run() with env until the test ends, then requires it to
+// stop cleanly.
+func startRun(t *testing.T, env map[string]string) *syncBuffer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var out syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, &out, &out) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(20 * time.Second):
+			t.Error("worker did not stop")
+		}
+	})
+	return &out
+}
+
+// waitFor polls cond until it holds or within passes.
+func waitFor(t *testing.T, within time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: "+msg, append([]any{within}, args...)...)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// readyz returns /readyz's status and body; status 0 while nothing answers.
+func readyz(addr string) (int, string) {
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// nowhereURL is a database URL on a port where nothing listens.
+func nowhereURL(t *testing.T) string {
+	return "postgres://nobody@" + freeAddr(t) + "/none?sslmode=disable"
+}
+
+// TestStartsOnceDatabaseComesUp: started while its database is down, the
+// worker keeps retrying with /readyz saying why it is not ready, and once
+// a PostgreSQL server comes up on that address it migrates, becomes ready
+// by itself and runs a task.
+func TestStartsOnceDatabaseComesUp(t *testing.T) {
+	t.Parallel()
+	port, err := localpg.FreePort()
+	require.NoError(t, err)
+	dbURL := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	dir := t.TempDir()
+	// As root, PostgreSQL runs as user postgres, which must reach the data
+	// directory through the test's temporary directories.
+	require.NoError(t, os.Chmod(dir, 0o755))
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
+	var pg *localpg.Server
+	t.Cleanup(func() { // after run's cleanup: the worker stops first
+		if pg != nil {
+			require.NoError(t, pg.Stop(context.Background()))
+		}
+	})
+
+	delivered := make(chan string, 10)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		delivered <- r.Header.Get(webhook.KindHeader)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(hook.Close)
+	addr := freeAddr(t)
+	out := startRun(t, map[string]string{
+		"DATABASE_URL":          dbURL,
+		"PGSCHED_HTTP_ADDR":     addr,
+		"PGSCHED_WEBHOOKS":      "*=" + hook.URL + "/hook",
+		"PGSCHED_LEASE_TTL":     "1s",
+		"PGSCHED_POLL_INTERVAL": "100ms",
+	})
+
+	waitFor(t, 15*time.Second, func() bool {
+		code, body := readyz(addr)
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "migrating failed, retrying")
+	}, "/readyz reports the failing migration; log:\n%s", out.String())
+	code, body := readyz(addr)
+	require.Equal(t, http.StatusServiceUnavailable, code, body)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pg, err = localpg.Start(ctx, localpg.Options{DataDir: filepath.Join(dir, "data"), Port: port})
+	require.NoError(t, err)
+	waitFor(t, time.Minute, func() bool { code, _ := readyz(addr); return code == http.StatusOK },
+		"ready once the database is up; log:\n%s", out.String())
+
+	pool, err := pgxpool.New(ctx, dbURL)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	client, err := pgsched.NewClient(pool, pgsched.Config{})
+	require.NoError(t, err)
+	_, err = client.Schedule(ctx, pgsched.Task{OrderingID: "late", ScheduledAt: time.Now(), Kind: "after-outage"})
+	require.NoError(t, err)
+	select {
+	case kind := <-delivered:
+		require.Equal(t, "after-outage", kind)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("task not delivered; log:\n%s", out.String())
+	}
+}
+
+// TestBadSettingsExitAtOnce: settings no retry can fix end run() with an
+// error naming the setting, before the database (here unreachable, where a
+// retry loop would hang until the context ends) is touched.
+func TestBadSettingsExitAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env    map[string]string
+		naming string
+		is     error
+	}{
+		{map[string]string{"PGSCHED_LEASE_TTL": "1ms"}, "PGSCHED_LEASE_TTL", pgsched.ErrInvalidConfig},
+		{map[string]string{"PGSCHED_SCHEMA": "Bad-Schema"}, "PGSCHED_SCHEMA", sqlschema.ErrInvalidName},
+		{map[string]string{"PGSCHED_SCHEMA": "Bad-Schema", "PGSCHED_MIGRATE": "false"}, "PGSCHED_SCHEMA", sqlschema.ErrInvalidName},
+		{map[string]string{"PGSCHED_DRAIN_TIMEOUT": "-1s"}, "PGSCHED_DRAIN_TIMEOUT", pgsched.ErrInvalidConfig},
+		{map[string]string{"PGSCHED_MAX_ATTEMPTS": "-2"}, "PGSCHED_MAX_ATTEMPTS", pgsched.ErrInvalidConfig},
+		{map[string]string{"PGSCHED_LEASE_TTL": "soon"}, "PGSCHED_LEASE_TTL", nil},
+		{map[string]string{"PGSCHED_CONCURRENCY": "0"}, "PGSCHED_CONCURRENCY", nil},
+		{map[string]string{"PGSCHED_WEBHOOK_TIMEOUT": "-1s"}, "PGSCHED_WEBHOOK_TIMEOUT", nil},
+		{map[string]string{"PGSCHED_WEBHOOKS": "nourl"}, "PGSCHED_WEBHOOKS", nil},
+		{map[string]string{"PGSCHED_WEBHOOKS": "a=ftp://127.0.0.1/hook"}, "PGSCHED_WEBHOOKS", nil},
+		{map[string]string{"PGSCHED_WEBHOOKS": "a=http://127.0.0.1/1,a=http://127.0.0.1/2"}, "PGSCHED_WEBHOOKS", nil},
+		{map[string]string{"PGSCHED_WEBHOOKS": "=http://127.0.0.1/1"}, "PGSCHED_WEBHOOKS", nil},
+	} {
+		env := map[string]string{"DATABASE_URL": nowhereURL(t), "PGSCHED_HTTP_ADDR": freeAddr(t)}
+		maps.Copy(env, tc.env)
+		// A retry loop would return nil when this ends.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := run(ctx, nil, func(k string) string { return env[k] }, io.Discard, io.Discard)
+		cancel()
+		require.Error(t, err, "%v", tc.env)
+		require.ErrorContains(t, err, tc.naming, "%v", tc.env)
+		if tc.is != nil {
+			require.ErrorIs(t, err, tc.is, "%v", tc.env)
+		}
+	}
+}
+
+// TestRetryingHidesWebhookPassword: the start-up line shows webhook routes
+// without their passwords, and /readyz says why the worker is not ready
+// while it retries.
+func TestRetryingHidesWebhookPassword(t *testing.T) {
+	t.Parallel()
+	addr := freeAddr(t)
+	out := startRun(t, map[string]string{
+		"DATABASE_URL":      nowhereURL(t),
+		"PGSCHED_HTTP_ADDR": addr,
+		"PGSCHED_WEBHOOKS":  "*=http://user:secret@127.0.0.1:1/hook, mail=https://u:hunter2@example.com/m",
+	})
+	waitFor(t, 10*time.Second, func() bool { return strings.Count(out.String(), "failed; retrying") >= 2 },
+		"retrying the unreachable database; log:\n%s", out.String())
+	code, body := readyz(addr)
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body, "migrating failed, retrying")
+	require.Contains(t, out.String(), "*=http://user:xxxxx@127.0.0.1:1/hook,mail=https://u:xxxxx@example.com/m")
+	for _, secret := range []string{"secret", "hunter2"} {
+		require.NotContains(t, out.String(), secret)
+		require.NotContains(t, body, secret)
+	}
+}
+
+// TestStartsOnceSchemaIsMigrated: with PGSCHED_MIGRATE=false and the schema
+// not migrated yet, the worker retries its start, /readyz saying why, and
+// becomes ready by itself once someone else migrates the schema.
+func TestStartsOnceSchemaIsMigrated(t *testing.T) {
+	t.Parallel()
+	url := pgtest.ServerURL(t)
+	schema := pgtest.UniqueName(t, "later")
+	t.Cleanup(func() {
+		_, _ = pgtest.AdminPool(t).Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+	})
+	addr := freeAddr(t)
+	out := startRun(t, map[string]string{
+		"DATABASE_URL":      url,
+		"PGSCHED_SCHEMA":    schema,
+		"PGSCHED_MIGRATE":   "false",
+		"PGSCHED_HTTP_ADDR": addr,
+		"PGSCHED_LEASE_TTL": "1s",
+	})
+	waitFor(t, 15*time.Second, func() bool {
+		code, body := readyz(addr)
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "schema not ready")
+	}, "/readyz reports the missing schema; log:\n%s", out.String())
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	require.NoError(t, migrator.Up(ctx, url, migrator.Options{Schema: schema, Partitions: 8, TablePartitions: 4}))
+	waitFor(t, 30*time.Second, func() bool { code, _ := readyz(addr); return code == http.StatusOK },
+		"ready once the schema is migrated; log:\n%s", out.String())
+	require.NotContains(t, out.String(), pgsched.ErrAlreadyStarted.Error())
 }
