@@ -388,11 +388,11 @@ func (r *readiness) check() (ready bool, reason string) {
 	r.mu.Lock()
 	w, reason := r.worker, r.reason
 	r.mu.Unlock()
-	switch {
-	case w == nil:
+	if w == nil {
 		return false, reason
-	case !w.Ready():
-		return false, "no live lease (database unreachable?)"
+	}
+	if err := w.Readiness(); err != nil {
+		return false, err.Error()
 	}
 	return true, ""
 }
