@@ -117,7 +117,7 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	integer(&o.concurrency, "concurrency", "PGSCHED_CONCURRENCY", 100, "tasks running at once on this node")
 	integer(&o.prefetch, "prefetch", "PGSCHED_PREFETCH", 0, "claimed tasks that may wait for a free handler (0: as many as -concurrency; negative: none)")
 	str(&o.webhooks, "webhooks", "PGSCHED_WEBHOOKS", "", "kind=url pairs, comma-separated; *=url for any kind")
-	str(&o.webhookSecret, "webhook-secret", "PGSCHED_WEBHOOK_SECRET", "", "HMAC-SHA256 key; signature in X-Pgsched-Signature")
+	str(&o.webhookSecret, "webhook-secret", "PGSCHED_WEBHOOK_SECRET", "", "Standard Webhooks signing secret(s), whsec_<base64>; two, comma-separated, during a rotation")
 	dur(&o.webhookTimeout, "webhook-timeout", "PGSCHED_WEBHOOK_TIMEOUT", 30*time.Second, "per-request webhook timeout; a timeout retries")
 	dur(&o.leaseTTL, "lease-ttl", "PGSCHED_LEASE_TTL", 10*time.Second, "node lease TTL")
 	dur(&o.drainTimeout, "drain-timeout", "PGSCHED_DRAIN_TIMEOUT", 10*time.Second, "on SIGTERM, how long running tasks may finish")
@@ -222,7 +222,13 @@ func webhooks(o options) (webhook.Routes, *webhook.Executor, error) {
 	if err != nil {
 		return routes, nil, fmt.Errorf("PGSCHED_WEBHOOKS (-webhooks): %w", err)
 	}
-	exec, err := webhook.New(webhook.Config{Routes: routes, Secret: []byte(o.webhookSecret), Timeout: o.webhookTimeout,
+	var secrets [][]byte
+	if o.webhookSecret != "" {
+		if secrets, err = webhook.ParseSecrets(o.webhookSecret); err != nil {
+			return routes, nil, fmt.Errorf("PGSCHED_WEBHOOK_SECRET (-webhook-secret): %w", err)
+		}
+	}
+	exec, err := webhook.New(webhook.Config{Routes: routes, Secrets: secrets, Timeout: o.webhookTimeout,
 		BeforeSend: pgsched.CheckFence})
 	if err != nil {
 		return routes, nil, err

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"maps"
@@ -56,11 +57,12 @@ func (s *syncBuffer) String() string {
 
 // TestWebhookEndToEnd runs the worker binary's run() against a local HTTP
 // receiver: 2xx completes, 500 and timeouts retry, 400 goes dead, and the
-// HMAC signature verifies with the configured secret.
+// Standard Webhooks signature verifies with the configured secret.
 func TestWebhookEndToEnd(t *testing.T) {
 	t.Parallel()
 	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
-	secret := "s3cret"
+	key := []byte("a 24-byte signing key...")
+	secret := webhook.SecretPrefix + base64.StdEncoding.EncodeToString(key)
 	var mu sync.Mutex
 	calls := map[string]int{}
 	badSig := 0
@@ -70,7 +72,7 @@ func TestWebhookEndToEnd(t *testing.T) {
 		mu.Lock()
 		calls[kind]++
 		n := calls[kind]
-		if !webhook.Verify([]byte(secret), body, r.Header.Get(webhook.SignatureHeader)) {
+		if webhook.Verify(key, r.Header, body, time.Now(), webhook.DefaultTolerance) != nil {
 			badSig++
 		}
 		mu.Unlock()
@@ -327,6 +329,8 @@ func TestBadSettingsExitAtOnce(t *testing.T) {
 		{map[string]string{"PGSCHED_WEBHOOKS": "a=ftp://127.0.0.1/hook"}, "PGSCHED_WEBHOOKS", nil},
 		{map[string]string{"PGSCHED_WEBHOOKS": "a=http://127.0.0.1/1,a=http://127.0.0.1/2"}, "PGSCHED_WEBHOOKS", nil},
 		{map[string]string{"PGSCHED_WEBHOOKS": "=http://127.0.0.1/1"}, "PGSCHED_WEBHOOKS", nil},
+		{map[string]string{"PGSCHED_WEBHOOKS": "*=http://127.0.0.1/1", "PGSCHED_WEBHOOK_SECRET": "s3cret-plain"}, "PGSCHED_WEBHOOK_SECRET", nil},
+		{map[string]string{"PGSCHED_WEBHOOKS": "*=http://127.0.0.1/1", "PGSCHED_WEBHOOK_SECRET": "whsec_c2hvcnQ="}, "PGSCHED_WEBHOOK_SECRET", nil},
 	} {
 		env := map[string]string{"DATABASE_URL": nowhereURL(t), "PGSCHED_HTTP_ADDR": freeAddr(t)}
 		maps.Copy(env, tc.env)
@@ -336,6 +340,9 @@ func TestBadSettingsExitAtOnce(t *testing.T) {
 		cancel()
 		require.Error(t, err, "%v", tc.env)
 		require.ErrorContains(t, err, tc.naming, "%v", tc.env)
+		if secret := tc.env["PGSCHED_WEBHOOK_SECRET"]; secret != "" {
+			require.NotContains(t, err.Error(), secret, "an error never repeats a secret")
+		}
 		if tc.is != nil {
 			require.ErrorIs(t, err, tc.is, "%v", tc.env)
 		}

@@ -34,14 +34,20 @@
 //
 // The request carries these headers:
 //
-//	Content-Type:        application/json
-//	User-Agent:          pgsched-webhook
-//	X-Pgsched-Kind:      <task kind>
-//	X-Pgsched-Signature: sha256=<lowercase hex HMAC-SHA256 of the body>   (only when a secret is configured)
+//	Content-Type:      application/json
+//	User-Agent:        pgsched-webhook
+//	X-Pgsched-Kind:    <task kind>
+//	webhook-id:        msg_<from the task's key: the same on every attempt>
+//	webhook-timestamp: <unix seconds of this attempt>
+//	webhook-signature: v1,<base64 HMAC-SHA256> [v1,<...> during a rotation]
 //
-// The signature covers the exact bytes of the request body. Receivers should
-// verify it against the raw body before decoding it; [Verify] does so with a
-// constant-time comparison.
+// The last three, present when secrets are configured, follow the Standard
+// Webhooks specification (https://www.standardwebhooks.com): the signed
+// content is "<webhook-id>.<webhook-timestamp>.<raw body>" and each
+// secret is given as whsec_<base64 key>. Receivers verify with any Standard
+// Webhooks library (or [Verify]) against the raw body before decoding it,
+// refuse timestamps outside their tolerance (replays), and deduplicate
+// retries by webhook-id.
 //
 // # Outcome
 //

@@ -67,9 +67,10 @@ type wireTask struct {
 type Config struct {
 	// Routes maps task kinds to URLs; it must hold at least one route.
 	Routes Routes
-	// Secret, when non-empty, is the HMAC-SHA256 key used to sign request
-	// bodies into the X-Pgsched-Signature header.
-	Secret []byte
+	// Secrets, when given, sign every request as the Standard Webhooks
+	// specification says (see sign.go): a signature under each, so two can
+	// be active during a rotation. Parse them with ParseSecrets.
+	Secrets [][]byte
 	// Timeout bounds each request, including reading the response.
 	// Defaults to DefaultTimeout (30s). Negative values are rejected.
 	Timeout time.Duration
@@ -88,7 +89,7 @@ type Config struct {
 // Executor delivers tasks to webhooks. It is safe for concurrent use.
 type Executor struct {
 	routes     Routes
-	secret     []byte
+	secrets    [][]byte
 	timeout    time.Duration
 	client     *http.Client
 	beforeSend func(ctx context.Context) error
@@ -116,11 +117,21 @@ func New(cfg Config) (*Executor, error) {
 	client.CheckRedirect = noRedirect
 	return &Executor{
 		routes:     cfg.Routes,
-		secret:     bytes.Clone(cfg.Secret),
+		secrets:    cloneKeys(cfg.Secrets),
 		timeout:    timeout,
 		client:     client,
 		beforeSend: cfg.BeforeSend,
 	}, nil
+}
+
+// cloneKeys copies the caller's keys, so changing them later changes
+// nothing here.
+func cloneKeys(keys [][]byte) [][]byte {
+	out := make([][]byte, len(keys))
+	for i, k := range keys {
+		out[i] = bytes.Clone(k)
+	}
+	return out
 }
 
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -174,8 +185,8 @@ func (e *Executor) Deliver(ctx context.Context, t Task) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
 	req.Header.Set(KindHeader, t.Kind)
-	if len(e.secret) > 0 {
-		req.Header.Set(SignatureHeader, Sign(e.secret, body))
+	if len(e.secrets) > 0 {
+		SetHeaders(req.Header, e.secrets, MessageID(t), time.Now(), body)
 	}
 
 	if e.beforeSend != nil {

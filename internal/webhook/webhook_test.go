@@ -431,31 +431,38 @@ func TestDeliverNetworkError(t *testing.T) {
 func TestDeliverSignature(t *testing.T) {
 	t.Parallel()
 
-	secret := []byte("top-secret")
+	keys := [][]byte{[]byte("a key of at least 16 bytes")}
 	srv, reqs := newServer(t, nil)
-	e := newExecutor(t, "*="+srv.URL, func(c *Config) { c.Secret = secret })
+	e := newExecutor(t, "*="+srv.URL, func(c *Config) { c.Secrets = keys })
 
-	require.NoError(t, e.Deliver(context.Background(), testTask("k")))
+	task := testTask("k")
+	require.NoError(t, e.Deliver(context.Background(), task))
 	got := recv(t, reqs)
-	sig := got.header.Get("X-Pgsched-Signature")
-	require.Regexp(t, `^sha256=[0-9a-f]{64}$`, sig)
-	require.Equal(t, Sign(secret, got.body), sig)
-	require.True(t, Verify(secret, got.body, sig))
-	require.False(t, Verify([]byte("wrong-secret"), got.body, sig))
-	require.False(t, Verify(secret, append(got.body, ' '), sig))
+	require.Equal(t, MessageID(task), got.header.Get(IDHeader))
+	require.Regexp(t, `^v1,[A-Za-z0-9+/]{43}=$`, got.header.Get(SignatureHeader))
+	require.NoError(t, Verify(keys[0], got.header, got.body, time.Now(), DefaultTolerance))
+	require.ErrorIs(t, Verify([]byte("another key of 16 bytes"), got.header, got.body, time.Now(), DefaultTolerance), ErrNoSignature)
+	require.ErrorIs(t, Verify(keys[0], got.header, append(got.body, ' '), time.Now(), DefaultTolerance), ErrNoSignature)
+
+	// A retry of the same task: the same id, a fresh timestamp.
+	task.Attempt = 2
+	require.NoError(t, e.Deliver(context.Background(), task))
+	again := recv(t, reqs)
+	require.Equal(t, got.header.Get(IDHeader), again.header.Get(IDHeader))
+	require.NoError(t, Verify(keys[0], again.header, again.body, time.Now(), DefaultTolerance))
 }
 
 func TestDeliverSecretCopied(t *testing.T) {
 	t.Parallel()
 
-	secret := []byte("top-secret")
+	key := []byte("a key of at least 16 bytes")
 	srv, reqs := newServer(t, nil)
-	e := newExecutor(t, "*="+srv.URL, func(c *Config) { c.Secret = secret })
-	copy(secret, "XXXXXXXXXX") // mutating the caller's slice must not matter
+	e := newExecutor(t, "*="+srv.URL, func(c *Config) { c.Secrets = [][]byte{key} })
+	copy(key, "XXXXXXXXXX") // mutating the caller's slice must not matter
 
 	require.NoError(t, e.Deliver(context.Background(), testTask("k")))
 	got := recv(t, reqs)
-	require.True(t, Verify([]byte("top-secret"), got.body, got.header.Get("X-Pgsched-Signature")))
+	require.NoError(t, Verify([]byte("a key of at least 16 bytes"), got.header, got.body, time.Now(), DefaultTolerance))
 }
 
 func TestDeliverConcurrent(t *testing.T) {
@@ -464,7 +471,7 @@ func TestDeliverConcurrent(t *testing.T) {
 	srv, reqs := newServer(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	})
-	e := newExecutor(t, "*="+srv.URL, func(c *Config) { c.Secret = []byte("s") })
+	e := newExecutor(t, "*="+srv.URL, func(c *Config) { c.Secrets = [][]byte{[]byte("a key of at least 16 bytes")} })
 
 	const n = 16
 	errs := make(chan error, n)
@@ -474,7 +481,7 @@ func TestDeliverConcurrent(t *testing.T) {
 	for i := 0; i < n; i++ {
 		require.NoError(t, <-errs)
 		got := recv(t, reqs)
-		require.True(t, Verify([]byte("s"), got.body, got.header.Get("X-Pgsched-Signature")))
+		require.NoError(t, Verify([]byte("a key of at least 16 bytes"), got.header, got.body, time.Now(), DefaultTolerance))
 	}
 }
 
