@@ -1,0 +1,132 @@
+package pgsched
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgsched/pgsched/internal/metrics"
+	"github.com/pgsched/pgsched/internal/store"
+)
+
+// minLeaseTTL mirrors the shortest lease lease.NewNode accepts, so a
+// too-short LeaseTTL is a config error at NewWorker rather than at Start.
+const minLeaseTTL = 100 * time.Millisecond
+
+// NewWorker validates cfg and returns a Worker; Start runs it. Every
+// problem that needs no database shows here, as a *ConfigError matching
+// ErrInvalidConfig.
+func NewWorker(pool *pgxpool.Pool, cfg Config) (*Worker, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: NewWorker needs a pool", ErrInvalidConfig)
+	}
+	st, err := store.New(cfg.Schema)
+	if err != nil {
+		return nil, &ConfigError{Field: "Schema", Err: fmt.Errorf("Schema: %w", err)}
+	}
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	cfg = withDefaults(cfg)
+	// Checked on the filled-in values: an explicit ClusterInterval must stay
+	// below the lease it is derived from by default.
+	if cfg.ClusterInterval >= cfg.LeaseTTL {
+		return nil, configErr("ClusterInterval", "ClusterInterval %s must be shorter than LeaseTTL %s", cfg.ClusterInterval, cfg.LeaseTTL)
+	}
+	m, err := metrics.New(cfg.Registerer)
+	if err != nil {
+		return nil, &ConfigError{Field: "Registerer", Err: fmt.Errorf("Registerer: registering metrics: %w", err)}
+	}
+	return &Worker{pool: pool, cfg: cfg, store: st, metrics: m, logger: cfg.Logger.With("node_id", cfg.NodeID)}, nil
+}
+
+// checkConfig refuses values no default can make sense of.
+func checkConfig(cfg Config) error {
+	if cfg.LeaseTTL != 0 && cfg.LeaseTTL < minLeaseTTL {
+		return configErr("LeaseTTL", "LeaseTTL %s is too short (minimum %s)", cfg.LeaseTTL, minLeaseTTL)
+	}
+	if cfg.Concurrency < 0 {
+		return configErr("Concurrency", "Concurrency must be positive, got %d", cfg.Concurrency)
+	}
+	if cfg.FinishBatch < 0 {
+		return configErr("FinishBatch", "FinishBatch must not be negative, got %d", cfg.FinishBatch)
+	}
+	if cfg.ClaimAhead > time.Second {
+		return configErr("ClaimAhead", "ClaimAhead must be at most 1s, got %s", cfg.ClaimAhead)
+	}
+	for _, d := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"PollInterval", cfg.PollInterval}, {"MaintenanceInterval", cfg.MaintenanceInterval},
+		{"ClusterInterval", cfg.ClusterInterval}, {"DrainTimeout", cfg.DrainTimeout},
+		{"FlexDown", cfg.FlexDown}, {"FinishDelay", cfg.FinishDelay},
+	} {
+		if d.v < 0 {
+			return configErr(d.field, "%s must not be negative, got %s", d.field, d.v)
+		}
+	}
+	if err := checkRetry("Retry", cfg.Retry); err != nil {
+		return err
+	}
+	for kind, h := range cfg.Handlers {
+		field := fmt.Sprintf("Handlers[%q]", kind)
+		if (h.Func == nil) == (h.TxFunc == nil) {
+			return configErr(field, "%s must set exactly one of Func and TxFunc", field)
+		}
+		if h.Retry != nil {
+			if err := checkRetry(field+".Retry", *h.Retry); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkRetry(field string, p RetryPolicy) error {
+	switch {
+	case p.MaxAttempts < 0:
+		return configErr(field, "%s.MaxAttempts must not be negative, got %d", field, p.MaxAttempts)
+	case p.MinBackoff < 0:
+		return configErr(field, "%s.MinBackoff must not be negative, got %s", field, p.MinBackoff)
+	case p.MaxBackoff < 0:
+		return configErr(field, "%s.MaxBackoff must not be negative, got %s", field, p.MaxBackoff)
+	}
+	return nil
+}
+
+// withDefaults fills in every zero field of a checked cfg.
+func withDefaults(cfg Config) Config {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.NodeID == "" {
+		host, _ := os.Hostname()
+		cfg.NodeID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 100
+	}
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = 10 * time.Second
+	}
+	if cfg.MaintenanceInterval == 0 {
+		cfg.MaintenanceInterval = cfg.LeaseTTL / 4
+	}
+	if cfg.FlexDown == 0 {
+		cfg.FlexDown = time.Minute
+	}
+	switch {
+	case cfg.ClaimAhead == 0:
+		cfg.ClaimAhead = 25 * time.Millisecond
+	case cfg.ClaimAhead < 0:
+		cfg.ClaimAhead = 0
+	}
+	if cfg.ClusterInterval == 0 {
+		cfg.ClusterInterval = min(cfg.LeaseTTL/3, time.Second)
+	}
+	return cfg
+}

@@ -1,0 +1,126 @@
+package pgsched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/pgsched/pgsched/internal/dispatch"
+	"github.com/pgsched/pgsched/internal/store"
+)
+
+func (w *Worker) onClaimed(job *dispatch.Job) {
+	w.metrics.Claimed.Inc()
+	if job.HandedOver {
+		w.metrics.HandedOver.Inc()
+	}
+	w.metrics.Running.Inc()
+}
+
+func (w *Worker) onFinished(job *dispatch.Job, res dispatch.Result, ran time.Duration) {
+	w.metrics.Running.Dec()
+	w.metrics.Executed.WithLabelValues(job.Kind, res.Outcome).Inc()
+	w.metrics.Duration.WithLabelValues(job.Kind).Observe(ran.Seconds())
+	switch res.Outcome {
+	case store.OutcomeRetry:
+		w.metrics.Retried.WithLabelValues(job.Kind).Inc()
+	case store.OutcomeDead:
+		w.metrics.Dead.WithLabelValues(job.Kind).Inc()
+		w.logger.Warn("task is dead", "ordering_id", job.OrderingID, "task_id", job.ID, "kind", job.Kind,
+			"attempt", job.Attempt, "error", res.Error)
+	}
+}
+
+func (w *Worker) handlerFor(kind string) (Handler, bool) {
+	if h, ok := w.cfg.Handlers[kind]; ok {
+		return h, true
+	}
+	h, ok := w.cfg.Handlers["*"]
+	return h, ok
+}
+
+// exec runs a job's handler and turns its error into an outcome.
+func (w *Worker) exec(ctx context.Context, dj *dispatch.Job) dispatch.Result {
+	if dj.Attempt == 1 {
+		w.metrics.Lateness.Observe(max(dj.StartLateness().Seconds(), 0))
+	}
+	job := &Job{
+		ID: dj.ID, OrderingID: dj.OrderingID, ScheduledAt: dj.ScheduledAt, UniquenessKey: dj.UniquenessKey,
+		Kind: dj.Kind, Payload: dj.Payload, Attempt: dj.Attempt, Partition: dj.Partition,
+	}
+	h, ok := w.handlerFor(job.Kind)
+	policy := w.cfg.Retry
+	if ok && h.Retry != nil {
+		policy = *h.Retry
+	}
+	var err error
+	switch {
+	case !ok:
+		err = fmt.Errorf("%w %q", ErrNoHandler, job.Kind)
+	case h.TxFunc != nil:
+		recorded, txErr := w.execTx(ctx, dj, job, h)
+		if txErr == nil && recorded {
+			return dispatch.Result{Outcome: store.OutcomeCompleted, Recorded: true}
+		}
+		err = txErr
+		if err == nil {
+			// Committed nothing: the task is no longer ours.
+			return dispatch.Result{Outcome: store.OutcomeRelease}
+		}
+	default:
+		err = h.Func(ctx, job)
+	}
+	if err == nil {
+		return dispatch.Result{Outcome: store.OutcomeCompleted}
+	}
+	return w.failure(job, policy, err)
+}
+
+func (w *Worker) failure(job *Job, policy RetryPolicy, err error) dispatch.Result {
+	msg := err.Error()
+	var perm permanentError
+	if errors.As(err, &perm) {
+		return dispatch.Result{Outcome: store.OutcomeDead, Error: msg}
+	}
+	if policy.MaxAttempts > 0 && job.Attempt >= policy.MaxAttempts {
+		return dispatch.Result{Outcome: store.OutcomeDead, Error: fmt.Sprintf("attempt %d of %d: %s", job.Attempt, policy.MaxAttempts, msg)}
+	}
+	delay := policy.Backoff(job.Attempt, rand.Float64())
+	var ra retryAfterError
+	if errors.As(err, &ra) {
+		delay = ra.after
+	}
+	return dispatch.Result{Outcome: store.OutcomeRetry, RetryIn: delay, Error: msg}
+}
+
+// execTx runs a transactional handler and records completion in its
+// transaction. recorded is false when the task was no longer held by this
+// node's term, in which case nothing was committed.
+func (w *Worker) execTx(ctx context.Context, dj *dispatch.Job, job *Job, h Handler) (recorded bool, err error) {
+	tx, err := w.pool.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("beginning handler transaction: %w", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := h.TxFunc(ctx, tx, job); err != nil {
+		return false, err
+	}
+	res, err := w.store.Finish(ctx, tx, w.cfg.NodeID, dj.Epoch, []store.Outcome{{
+		Partition: dj.Partition, OrderingID: dj.OrderingID, ID: dj.ID, ClaimedAt: dj.ClaimedAt, Outcome: store.OutcomeCompleted,
+	}}, store.Handover{})
+	if err != nil {
+		return false, fmt.Errorf("recording completion: %w", err)
+	}
+	if len(res.Applied) != 1 {
+		w.logger.Warn("transactional handler rolled back: the task is no longer held by this node's term",
+			"ordering_id", dj.OrderingID, "task_id", dj.ID, "epoch", dj.Epoch)
+		return false, nil
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("committing handler transaction: %w", err)
+	}
+	// Counted by the dispatcher's Finished hook, like every outcome.
+	return true, nil
+}
