@@ -188,65 +188,6 @@ func mustEpoch(t *testing.T, b clientBundle, node string) int64 {
 	return epoch
 }
 
-func TestBadInput(t *testing.T) {
-	t.Parallel()
-	now := time.Now()
-	good := pgsched.Task{OrderingID: "o", ScheduledAt: now}
-	with := func(f func(*pgsched.Task)) pgsched.Task { t := good; f(&t); return t }
-	cases := []struct {
-		name  string
-		task  pgsched.Task
-		field string
-		sql   bool // expressible through psql too
-	}{
-		{"empty ordering_id", with(func(t *pgsched.Task) { t.OrderingID = "" }), "ordering_id", true},
-		{"long ordering_id", with(func(t *pgsched.Task) { t.OrderingID = strings.Repeat("x", 256) }), "ordering_id", true},
-		{"non-UTF-8 ordering_id", with(func(t *pgsched.Task) { t.OrderingID = "a\xffb" }), "ordering_id", false},
-		{"NUL in ordering_id", with(func(t *pgsched.Task) { t.OrderingID = "a\x00b" }), "ordering_id", false},
-		{"long uniqueness_key", with(func(t *pgsched.Task) { t.UniquenessKey = strings.Repeat("é", 128) }), "uniqueness_key", true},
-		{"non-UTF-8 uniqueness_key", with(func(t *pgsched.Task) { t.UniquenessKey = "\xc3\x28" }), "uniqueness_key", false},
-		{"missing scheduled_at", with(func(t *pgsched.Task) { t.ScheduledAt = time.Time{} }), "scheduled_at", true},
-		{"payload not JSON", with(func(t *pgsched.Task) { t.Payload = json.RawMessage(`{nope`) }), "payload", false},
-		{"payload over limit", with(func(t *pgsched.Task) {
-			t.Payload = json.RawMessage(`"` + strings.Repeat("a", 1<<20) + `"`)
-		}), "payload", true},
-		{"long kind", with(func(t *pgsched.Task) { t.Kind = strings.Repeat("k", 300) }), "kind", true},
-	}
-	b := setupClient(t)
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := b.client.Schedule(context.Background(), tc.task)
-			require.ErrorIs(t, err, pgsched.ErrInvalidTask)
-			require.Contains(t, err.Error(), tc.field)
-			if tc.sql {
-				_, err := viaPsql(t, b, tc.task)
-				require.Error(t, err)
-				require.Contains(t, err.Error(), tc.field)
-			}
-			require.Equal(t, 0, countRows(t, b, "tasks"), "nothing stored")
-			require.Equal(t, 0, countRows(t, b, "heads"), "nothing stored")
-		})
-	}
-	t.Run("batch with one bad task stores none", func(t *testing.T) {
-		for _, tc := range cases {
-			batch := make([]pgsched.Task, 0, 50)
-			for i := range 50 {
-				batch = append(batch, pgsched.Task{OrderingID: fmt.Sprintf("b%d", i), ScheduledAt: now.Add(time.Hour)})
-			}
-			batch[37] = tc.task
-			_, err := b.client.ScheduleMany(context.Background(), batch)
-			require.ErrorIs(t, err, pgsched.ErrInvalidTask, tc.name)
-			require.Contains(t, err.Error(), tc.field)
-			require.Contains(t, err.Error(), "batch item 38")
-			require.Equal(t, 0, countRows(t, b, "tasks"), "nothing of the batch stored")
-		}
-		batch := []pgsched.Task{good, {OrderingID: "p", ScheduledAt: now.Add(-time.Hour)}}
-		_, err := b.client.ScheduleMany(context.Background(), batch)
-		require.ErrorIs(t, err, pgsched.ErrInPast)
-		require.Equal(t, 0, countRows(t, b, "tasks"))
-	})
-}
-
 func TestScheduleTx(t *testing.T) {
 	t.Parallel()
 	b := setupClient(t)

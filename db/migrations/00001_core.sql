@@ -426,7 +426,8 @@ $$;
 -- task, or a key that is running, rejects the whole batch with an error
 -- naming the field (SQLSTATE PGS01 invalid, PGS02 in the past, PGS03
 -- running). A key given twice in one batch: the last one wins, as if the
--- batch were enqueued in turn, and both positions report its result.
+-- batch were enqueued in turn, and both positions report its result. A NULL
+-- or empty kind is 'default', a NULL payload {}.
 --
 -- new_keys is for a caller that expects none of the batch's ordering_ids to
 -- have a task yet (the usual bulk enqueue): their heads are then written
@@ -477,22 +478,42 @@ BEGIN
 
     -- Arrays are only ever unnested together: subscripting a large array of
     -- variable-width values costs O(i) per access.
-    SELECT x.i, x.msg, CASE WHEN x.past THEN 'PGS02' ELSE 'PGS01' END AS code INTO bad FROM (
+    --
+    -- Every check is cheap for a small payload. The size limit applies to
+    -- the payload as stored, the jsonb value before compression, whose size
+    -- pg_column_size reads from its header without rendering it as text;
+    -- only the server checks it, so Go and SQL users meet the same limit.
+    -- Nesting deeper than 126 levels (a webhook body nests the payload one
+    -- level deeper, and serde_json decodes at most 127 by default) is
+    -- looked for only in a payload of at least 1016 bytes: each level takes
+    -- 8 (a container header and its entry in the parent), so a smaller one
+    -- cannot have 127. Kinds become HTTP header values and metric labels:
+    -- no control characters. The Go client checks the range of
+    -- scheduled_at, kinds and depth too, with the same messages.
+    SELECT x.i, coalesce(x.invalid, x.past) AS msg, CASE WHEN x.invalid IS NULL THEN 'PGS02' ELSE 'PGS01' END AS code
+    INTO bad FROM (
         SELECT u.i,
-            u.sa < t_now - s.grace AS past,
             CASE
                 WHEN u.o IS NULL OR u.o = '' THEN 'ordering_id is required'
                 WHEN octet_length(u.o) > 255 THEN format('ordering_id is %s bytes, over the limit of 255', octet_length(u.o))
                 WHEN u.sa IS NULL THEN 'scheduled_at is required'
                 WHEN u.sa IN ('infinity', '-infinity') THEN 'scheduled_at must be a finite time'
+                WHEN u.sa < '0001-01-01 00:00:00+00' OR u.sa >= '10000-01-01 00:00:00+00'
+                    THEN 'scheduled_at is outside the supported range 0001-01-01 00:00:00 to 9999-12-31 23:59:59.999999 UTC'
                 WHEN octet_length(u.uk) > 255 THEN format('uniqueness_key is %s bytes, over the limit of 255', octet_length(u.uk))
-                WHEN u.k = '' THEN 'kind must not be empty'
+                WHEN u.k ~ '[\x01-\x1f\x7f]' THEN 'kind contains a control character'
                 WHEN octet_length(u.k) > 255 THEN format('kind is %s bytes, over the limit of 255', octet_length(u.k))
-                WHEN octet_length(u.pl::text) > s.max_payload_bytes THEN format('payload is %s bytes, over the limit of %s bytes', octet_length(u.pl::text), s.max_payload_bytes)
-                WHEN u.sa < t_now - s.grace THEN format('scheduled_at %s is before now minus the grace window of %s', u.sa, s.grace)
-            END AS msg
+                WHEN pg_column_size(u.pl) > s.max_payload_bytes
+                    THEN format('payload is %s bytes as stored (jsonb), over the limit of %s bytes', pg_column_size(u.pl), s.max_payload_bytes)
+                WHEN pg_column_size(u.pl) >= 1016
+                     AND jsonb_path_exists(u.pl, 'strict $.**{126} ? (@.type() == "array" || @.type() == "object")')
+                    THEN 'payload is nested more than 126 levels deep'
+            END AS invalid,
+            CASE WHEN u.sa < t_now - s.grace
+                THEN format('scheduled_at %s is before now minus the grace window of %s', u.sa, s.grace)
+            END AS past
         FROM unnest(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS u(o, sa, uk, pl, k, i)
-    ) x WHERE x.msg IS NOT NULL ORDER BY x.i LIMIT 1;
+    ) x WHERE x.invalid IS NOT NULL OR x.past IS NOT NULL ORDER BY x.i LIMIT 1;
     IF FOUND THEN
         IF n > 1 THEN
             where_ := format(' (batch item %s)', bad.i);
@@ -520,7 +541,7 @@ BEGIN
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
             SELECT f.p, f.o, f.sa, f.uk, f.k, f.pl, f.sa FROM (
                 SELECT DISTINCT ON (x.p, x.o COLLATE "C") x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
-                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(x.k, 'default') AS k
+                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k
                 FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
                 ORDER BY x.p, x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
             ) f
@@ -533,7 +554,7 @@ BEGIN
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
             SELECT f.p, f.o, f.sa, f.uk, f.k, f.pl, f.sa FROM (
                 SELECT DISTINCT ON (x.p, x.o COLLATE "C") x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
-                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(x.k, 'default') AS k
+                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k
                 FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
                 ORDER BY x.p, x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
             ) f
@@ -607,7 +628,7 @@ BEGIN
     -- earlier than an idle head takes its place.
     WITH u AS (
         SELECT x.i, x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
-               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(x.k, 'default') AS k,
+               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k,
                x.i IN (SELECT unnest(done)) AS completed, x.i IN (SELECT unnest(fresh)) AS fresh
         FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
     ), cand AS (
@@ -744,6 +765,10 @@ BEGIN
     SELECT * INTO STRICT s FROM pgsched.settings;
     IF new_scheduled_at IS NULL OR new_scheduled_at IN ('infinity', '-infinity') THEN
         RAISE EXCEPTION 'pgsched: new_scheduled_at is required and must be finite' USING ERRCODE = 'PGS01';
+    END IF;
+    IF new_scheduled_at < '0001-01-01 00:00:00+00' OR new_scheduled_at >= '10000-01-01 00:00:00+00' THEN
+        RAISE EXCEPTION 'pgsched: new_scheduled_at is outside the supported range 0001-01-01 00:00:00 to 9999-12-31 23:59:59.999999 UTC'
+            USING ERRCODE = 'PGS01';
     END IF;
     IF new_scheduled_at < now() - s.grace THEN
         RAISE EXCEPTION 'pgsched: new_scheduled_at % is before now minus the grace window of %', new_scheduled_at, s.grace

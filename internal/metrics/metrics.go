@@ -5,22 +5,27 @@ package metrics
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Metrics are the collectors of one worker.
 type Metrics struct {
-	Executed      *prometheus.CounterVec
-	Retried       *prometheus.CounterVec
-	Dead          *prometheus.CounterVec
+	// Kinds bounds the kind label of Executed, Retried, Dead and Duration
+	// (see MaxKinds); the four share it, so a kind has its own label in
+	// all of them or in none.
+	Kinds         *Kinds
+	Executed      *KindCounterVec
+	Retried       *KindCounterVec
+	Dead          *KindCounterVec
 	Claimed       prometheus.Counter
 	HandedOver    prometheus.Counter
 	Reconciled    prometheus.Counter
 	Running       prometheus.Gauge
 	Pending       prometheus.Gauge
 	Lateness      prometheus.Histogram
-	Duration      *prometheus.HistogramVec
+	Duration      *KindHistogramVec
 	Rescued       prometheus.Counter
 	NodesActive   prometheus.Gauge
 	NodesInactive prometheus.Gauge
@@ -38,18 +43,23 @@ type Metrics struct {
 	NodesDepleted     prometheus.Counter
 }
 
+// kindHelp ends the help of every metric with a kind label.
+var kindHelp = fmt.Sprintf(" The first %d distinct kinds a node sees are labelled with their names, later ones kind=%q.", MaxKinds, OtherKind)
+
 // New creates the collectors and registers them on reg (nil: not registered).
 func New(reg prometheus.Registerer) (*Metrics, error) {
+	kinds := NewKinds(MaxKinds)
 	m := &Metrics{
-		Executed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pgsched_tasks_executed_total", Help: "Task runs by kind and result (completed, retry, dead, release; fenced: the outcome came after the node lost the task, and was not recorded).",
-		}, []string{"kind", "result"}),
-		Retried: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pgsched_tasks_retried_total", Help: "Task runs that failed and were scheduled to retry.",
-		}, []string{"kind"}),
-		Dead: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pgsched_tasks_dead_total", Help: "Tasks that became dead (permanent failure or attempts exhausted).",
-		}, []string{"kind"}),
+		Kinds: kinds,
+		Executed: &KindCounterVec{kinds: kinds, vec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgsched_tasks_executed_total", Help: "Task runs by kind and result (completed, retry, dead, release; fenced: the outcome came after the node lost the task, and was not recorded)." + kindHelp,
+		}, []string{"kind", "result"})},
+		Retried: &KindCounterVec{kinds: kinds, vec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgsched_tasks_retried_total", Help: "Task runs that failed and were scheduled to retry." + kindHelp,
+		}, []string{"kind"})},
+		Dead: &KindCounterVec{kinds: kinds, vec: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgsched_tasks_dead_total", Help: "Tasks that became dead (permanent failure or attempts exhausted)." + kindHelp,
+		}, []string{"kind"})},
 		Claimed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pgsched_tasks_claimed_total", Help: "Tasks claimed by this node.",
 		}),
@@ -71,10 +81,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "pgsched_task_start_lateness_seconds", Help: "Claim time minus scheduled time for first attempts.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
 		}),
-		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "pgsched_task_run_duration_seconds", Help: "Handler run time by kind.",
+		Duration: &KindHistogramVec{kinds: kinds, vec: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "pgsched_task_run_duration_seconds", Help: "Handler run time by kind." + kindHelp,
 			Buckets: prometheus.DefBuckets,
-		}, []string{"kind"}),
+		}, []string{"kind"})},
 		Rescued: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pgsched_tasks_rescued_total", Help: "Running tasks of nodes whose lease expired, given back to their ordering_ids by this node.",
 		}),

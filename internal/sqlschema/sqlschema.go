@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -33,16 +34,27 @@ var (
 	word      = regexp.MustCompile(`\bpgsched\b`)
 )
 
-// ErrInvalidName is returned for a schema name that is not a plain lowercase
-// SQL identifier.
+// ErrInvalidName is returned for a schema name pgsched cannot use.
 var ErrInvalidName = errors.New("invalid schema name")
 
-// Validate checks that name is a lowercase SQL identifier of at most MaxLen
-// bytes.
+// Validate checks that name can hold a pgsched installation: a lowercase SQL
+// identifier of at most MaxLen bytes that every statement can use unquoted
+// as a qualifier (no reserved keyword), in a schema of pgsched's own (not
+// public, information_schema or a pg_ system schema, whose objects pgsched's
+// would mix with or which PostgreSQL refuses to create).
 func Validate(name string) error {
 	if !validName.MatchString(name) || len(name) > MaxLen {
 		return fmt.Errorf("%w %q: use lowercase letters, digits and _, not starting with a digit, at most %d bytes (the notification channel %s.assign must fit PostgreSQL's 63-byte names)",
 			ErrInvalidName, name, MaxLen, name)
+	}
+	if _, ok := reservedWords[name]; ok {
+		return fmt.Errorf("%w %q: it is a PostgreSQL keyword that cannot qualify a table or function name without quotes", ErrInvalidName, name)
+	}
+	if name == "public" || name == "information_schema" {
+		return fmt.Errorf("%w %q: it is a schema PostgreSQL creates itself; pgsched needs a schema of its own", ErrInvalidName, name)
+	}
+	if strings.HasPrefix(name, "pg_") {
+		return fmt.Errorf("%w %q: names starting with pg_ are reserved for PostgreSQL's system schemas", ErrInvalidName, name)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"sort"
 	"strings"
 )
 
@@ -42,25 +43,28 @@ func ParseRoutes(s string) (Routes, error) {
 		}
 		kind, rawURL, ok := strings.Cut(item, "=")
 		if !ok {
-			return Routes{}, fmt.Errorf("webhook: route item %d %q: missing '=' (want kind=url)", n, item)
+			return Routes{}, fmt.Errorf("webhook: route item %d %q: missing '=' (want kind=url)", n, redactURL(item))
 		}
 		kind, rawURL = strings.TrimSpace(kind), strings.TrimSpace(rawURL)
+		// Errors quote the item with its URL's password hidden: they end up
+		// in logs. item ends with rawURL, both being trimmed.
+		shown := item[:len(item)-len(rawURL)] + redactURL(rawURL)
 		if kind == "" {
-			return Routes{}, fmt.Errorf("webhook: route item %d %q: empty kind", n, item)
+			return Routes{}, fmt.Errorf("webhook: route item %d %q: empty kind", n, shown)
 		}
 		if err := validateURL(rawURL); err != nil {
-			return Routes{}, fmt.Errorf("webhook: route item %d %q: %w", n, item, err)
+			return Routes{}, fmt.Errorf("webhook: route item %d %q: %w", n, shown, err)
 		}
 		if kind == Wildcard {
 			if seenFallback {
-				return Routes{}, fmt.Errorf("webhook: route item %d %q: duplicate kind %q", n, item, kind)
+				return Routes{}, fmt.Errorf("webhook: route item %d %q: duplicate kind %q", n, shown, kind)
 			}
 			seenFallback = true
 			r.fallback = rawURL
 			continue
 		}
 		if _, dup := r.byKind[kind]; dup {
-			return Routes{}, fmt.Errorf("webhook: route item %d %q: duplicate kind %q", n, item, kind)
+			return Routes{}, fmt.Errorf("webhook: route item %d %q: duplicate kind %q", n, shown, kind)
 		}
 		r.byKind[kind] = rawURL
 	}
@@ -73,13 +77,23 @@ func validateURL(s string) error {
 	}
 	u, err := url.Parse(s)
 	if err != nil {
+		// url.Error repeats the URL, password included: keep only the
+		// cause, and not even that when the URL may hold a password, which
+		// a cause such as an invalid port can quote a piece of.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		if strings.Contains(s, "@") {
+			return errors.New("invalid URL")
+		}
 		return fmt.Errorf("invalid URL: %w", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("URL %q is not an absolute http or https URL", s)
+		return fmt.Errorf("URL %q is not an absolute http or https URL", redactURL(s))
 	}
 	if u.Host == "" {
-		return fmt.Errorf("URL %q has no host", s)
+		return fmt.Errorf("URL %q has no host", redactURL(s))
 	}
 	return nil
 }
@@ -103,4 +117,50 @@ func (r Routes) Len() int {
 		n++
 	}
 	return n
+}
+
+// String lists the routes as comma-separated kind=url pairs sorted by kind,
+// each URL's password replaced by "xxxxx", for log lines.
+func (r Routes) String() string {
+	kinds := make([]string, 0, len(r.byKind))
+	for kind := range r.byKind {
+		kinds = append(kinds, kind)
+	}
+	sort.Strings(kinds)
+	pairs := make([]string, 0, r.Len())
+	if r.fallback != "" {
+		pairs = append(pairs, Wildcard+"="+redactURL(r.fallback))
+	}
+	for _, kind := range kinds {
+		pairs = append(pairs, kind+"="+redactURL(r.byKind[kind]))
+	}
+	return strings.Join(pairs, ",")
+}
+
+// redactURL returns s with any password replaced by "xxxxx", as
+// url.URL.Redacted does; for what url.Parse cannot split into a userinfo
+// (unparsable, or no "//"), everything between the first ':' after the
+// scheme and the last '@' before any '?' or '#' is taken to be the
+// password, so even a mistyped URL never prints one.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.Opaque == "" {
+		return u.Redacted()
+	}
+	end := len(s)
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		end = i
+	}
+	at := strings.LastIndex(s[:end], "@")
+	if at < 0 {
+		return s
+	}
+	start := 0
+	if i := strings.Index(s[:at], "://"); i >= 0 {
+		start = i + len("://")
+	}
+	colon := strings.Index(s[start:at], ":")
+	if colon < 0 {
+		return s
+	}
+	return s[:start+colon+1] + "xxxxx" + s[at:]
 }

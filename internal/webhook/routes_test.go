@@ -100,3 +100,53 @@ func TestParseRoutesErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestParseRoutesErrorsHidePasswords(t *testing.T) {
+	t.Parallel()
+
+	tests := []struct {
+		name  string
+		in    string
+		wants []string
+	}{
+		{"bad scheme", "a=ftp://user:s3cret@x.example/f", []string{`item 1 "a=ftp://user:xxxxx@x.example/f"`, "not an absolute http or https URL"}},
+		{"unparsable", "a=http://user:s3cret@x.example/%zz", []string{`item 1 "a=http://user:xxxxx@x.example/%zz"`, "invalid URL"}},
+		{"slash in password", "a=http://user:s3/cret@x.example/", []string{`"a=http://user:xxxxx@x.example/"`, "invalid URL"}},
+		{"no scheme", "a=user:s3cret@x.example", []string{`"a=user:xxxxx@x.example"`, "not an absolute"}},
+		{"no host", "a=http://user:s3cret@/p", []string{`"a=http://user:xxxxx@/p"`, "no host"}},
+		{"missing equals", "https://user:s3cret@x.example", []string{`item 1 "https://user:xxxxx@x.example"`, "missing '='"}},
+		{"empty kind", "=https://user:s3cret@x.example", []string{`"=https://user:xxxxx@x.example"`, "empty kind"}},
+		{"duplicate", "a=http://x.example,a=https://user:s3cret@y.example", []string{`item 2 "a=https://user:xxxxx@y.example"`, "duplicate"}},
+		{"duplicate wildcard", "*=http://x.example, * = https://user:s3cret@y.example", []string{`item 2 "* = https://user:xxxxx@y.example"`, "duplicate"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := ParseRoutes(tc.in)
+			require.Error(t, err)
+			require.NotContains(t, err.Error(), "s3cret")
+			require.NotContains(t, err.Error(), "s3")
+			for _, w := range tc.wants {
+				require.Contains(t, err.Error(), w)
+			}
+		})
+	}
+}
+
+func TestRoutesString(t *testing.T) {
+	t.Parallel()
+
+	r, err := ParseRoutes("b=https://bob:s3cret@b.example/hook?x=1, a.b=http://ab.example, *=http://any:pw@fallback.example, a=http://token@a.example")
+	require.NoError(t, err)
+	require.Equal(t, "*=http://any:xxxxx@fallback.example,a=http://token@a.example,a.b=http://ab.example,b=https://bob:xxxxx@b.example/hook?x=1", r.String())
+	// The redacted form still parses into the same routes.
+	again, err := ParseRoutes(r.String())
+	require.NoError(t, err)
+	require.Equal(t, r.Len(), again.Len())
+	// Lookup still gives the real URL.
+	u, ok := r.Lookup("b")
+	require.True(t, ok)
+	require.Equal(t, "https://bob:s3cret@b.example/hook?x=1", u)
+
+	require.Equal(t, "", Routes{}.String())
+}
