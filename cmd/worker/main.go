@@ -20,12 +20,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -183,7 +181,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return namingSetting(err)
 	}
 	if routes.Len() > 0 {
-		fmt.Fprintf(stdout, "pgsched: delivering tasks by HTTP POST per PGSCHED_WEBHOOKS=%s\n", redactRoutes(o.webhooks))
+		fmt.Fprintf(stdout, "pgsched: delivering tasks by HTTP POST per PGSCHED_WEBHOOKS=%s\n", routes)
 	}
 
 	state := &readiness{reason: "starting"}
@@ -234,21 +232,6 @@ func webhooks(o options) (webhook.Routes, *webhook.Executor, error) {
 		return routes, nil, err
 	}
 	return routes, exec, nil
-}
-
-// redactRoutes returns PGSCHED_WEBHOOKS, which has passed
-// webhook.ParseRoutes, with the password of every URL masked, for printing.
-func redactRoutes(s string) string {
-	items := strings.Split(s, ",")
-	for i, item := range items {
-		kind, raw, _ := strings.Cut(item, "=")
-		shown := "<unparsable URL>"
-		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil {
-			shown = u.Redacted()
-		}
-		items[i] = strings.TrimSpace(kind) + "=" + shown
-	}
-	return strings.Join(items, ",")
 }
 
 // startLocal starts (or reuses) the local PostgreSQL in o.dataDir and points
