@@ -13,6 +13,7 @@
 package migrator
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -21,9 +22,9 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
-	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -231,7 +232,7 @@ func lockID(schema string) int64 {
 
 // rewrittenFS returns the embedded migrations rewritten for schema.
 func rewrittenFS(schema string) (fs.FS, error) {
-	out := fstest.MapFS{}
+	files := map[string][]byte{}
 	err := fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".sql") {
 			return err
@@ -240,11 +241,88 @@ func rewrittenFS(schema string) (fs.FS, error) {
 		if err != nil {
 			return err
 		}
-		out[path] = &fstest.MapFile{Data: []byte(sqlschema.Rewrite(string(b), schema)), Mode: 0o444}
+		files[path] = []byte(sqlschema.Rewrite(string(b), schema))
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading embedded migrations: %w", err)
 	}
+	return sqlFiles(files), nil
+}
+
+// sqlFiles is a flat, read-only file system of SQL files held in memory:
+// what goose reads the migrations from.
+type sqlFiles map[string][]byte
+
+func (m sqlFiles) Open(name string) (fs.File, error) {
+	if name == "." {
+		entries, _ := m.ReadDir(".")
+		return &sqlDir{entries: entries}, nil
+	}
+	b, ok := m[name]
+	if !ok {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+	}
+	return &sqlFile{Reader: bytes.NewReader(b), info: sqlInfo{name: name, size: int64(len(b))}}, nil
+}
+
+func (m sqlFiles) ReadDir(name string) ([]fs.DirEntry, error) {
+	if name != "." {
+		return nil, &fs.PathError{Op: "readdir", Path: name, Err: fs.ErrNotExist}
+	}
+	out := make([]fs.DirEntry, 0, len(m))
+	for n, b := range m {
+		out = append(out, fs.FileInfoToDirEntry(sqlInfo{name: n, size: int64(len(b))}))
+	}
+	slices.SortFunc(out, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return out, nil
+}
+
+type sqlFile struct {
+	*bytes.Reader
+	info sqlInfo
+}
+
+func (f *sqlFile) Stat() (fs.FileInfo, error) { return f.info, nil }
+func (f *sqlFile) Close() error               { return nil }
+
+// sqlDir is the root directory, read in turn as fs.ReadDirFile says.
+type sqlDir struct {
+	entries []fs.DirEntry
+	read    int
+}
+
+func (d *sqlDir) Stat() (fs.FileInfo, error) { return sqlInfo{name: ".", dir: true}, nil }
+func (d *sqlDir) Read([]byte) (int, error)   { return 0, &fs.PathError{Op: "read", Path: ".", Err: fs.ErrInvalid} }
+func (d *sqlDir) Close() error               { return nil }
+func (d *sqlDir) ReadDir(n int) ([]fs.DirEntry, error) {
+	rest := d.entries[d.read:]
+	if n <= 0 {
+		d.read = len(d.entries)
+		return rest, nil
+	}
+	if len(rest) == 0 {
+		return nil, io.EOF
+	}
+	n = min(n, len(rest))
+	d.read += n
+	return rest[:n], nil
+}
+
+type sqlInfo struct {
+	name string
+	size int64
+	dir  bool
+}
+
+func (i sqlInfo) Name() string       { return i.name }
+func (i sqlInfo) Size() int64        { return i.size }
+func (i sqlInfo) ModTime() time.Time { return time.Time{} }
+func (i sqlInfo) IsDir() bool        { return i.dir }
+func (i sqlInfo) Sys() any           { return nil }
+func (i sqlInfo) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o555
+	}
+	return 0o444
 }
