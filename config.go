@@ -7,6 +7,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
+// The defaults of Config's fields, in one place: NewWorker fills them in and
+// cmd/worker uses them for its flags.
+const (
+	DefaultConcurrency  = 100
+	DefaultLeaseTTL     = 10 * time.Second
+	DefaultClaimAhead   = 25 * time.Millisecond
+	DefaultPollInterval = time.Second
+	DefaultDrainTimeout = 10 * time.Second
+	DefaultFlexDown     = time.Minute
+	DefaultFinishBatch  = 1000
+	DefaultFinishDelay  = time.Millisecond
+)
+
 // Config configures a Client and a Worker. A Client reads only Schema.
 type Config struct {
 	// Schema holds pgsched's tables; it must match the one migrated.
@@ -23,7 +36,8 @@ type Config struct {
 
 	// NodeID names this worker node. Defaults to host name and pid.
 	NodeID string
-	// Concurrency is how many tasks run at once on this node. Defaults to 100.
+	// Concurrency is how many tasks run at once on this node. Defaults to
+	// DefaultConcurrency (100).
 	Concurrency int
 	// Prefetch is how many claimed tasks may wait on this node for a free
 	// handler beyond Concurrency, so claims (one commit each) stay large

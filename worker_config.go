@@ -108,25 +108,43 @@ func withDefaults(cfg Config) Config {
 		cfg.NodeID = fmt.Sprintf("%s-%d", host, os.Getpid())
 	}
 	if cfg.Concurrency == 0 {
-		cfg.Concurrency = 100
+		cfg.Concurrency = DefaultConcurrency
+	}
+	switch {
+	case cfg.Prefetch == 0:
+		cfg.Prefetch = cfg.Concurrency
+	case cfg.Prefetch < 0:
+		cfg.Prefetch = 0
 	}
 	if cfg.LeaseTTL == 0 {
-		cfg.LeaseTTL = 10 * time.Second
+		cfg.LeaseTTL = DefaultLeaseTTL
 	}
 	if cfg.MaintenanceInterval == 0 {
 		cfg.MaintenanceInterval = cfg.LeaseTTL / 4
 	}
 	if cfg.FlexDown == 0 {
-		cfg.FlexDown = time.Minute
+		cfg.FlexDown = DefaultFlexDown
 	}
 	switch {
 	case cfg.ClaimAhead == 0:
-		cfg.ClaimAhead = 25 * time.Millisecond
+		cfg.ClaimAhead = DefaultClaimAhead
 	case cfg.ClaimAhead < 0:
 		cfg.ClaimAhead = 0
 	}
 	if cfg.ClusterInterval == 0 {
 		cfg.ClusterInterval = min(cfg.LeaseTTL/3, time.Second)
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.DrainTimeout == 0 {
+		cfg.DrainTimeout = DefaultDrainTimeout
+	}
+	if cfg.FinishBatch == 0 {
+		cfg.FinishBatch = DefaultFinishBatch
+	}
+	if cfg.FinishDelay == 0 {
+		cfg.FinishDelay = DefaultFinishDelay
 	}
 	return cfg
 }

@@ -79,20 +79,21 @@ type Hooks struct {
 	Reconciled func(n int)
 }
 
-// Config configures a Dispatcher.
+// Config configures a Dispatcher. Every setting but ReconcileDelay must be
+// given: the defaults are the worker's (pgsched.Config), set in one place.
 type Config struct {
 	Store *store.Store
 	DB    store.DBTX
 	Node  *lease.Node
 	// Partitions returns the partitions this node may claim from now.
 	Partitions func() []int32
-	// Concurrency is the most handlers running at once. Defaults to 100.
+	// Concurrency is the most handlers running at once.
 	Concurrency int
 	// Prefetch is how many claimed tasks may wait for a free handler
 	// beyond Concurrency, so a claim (one commit) can take a full batch
 	// while handlers are busy instead of a few freed slots at a time.
 	// They are tasks of this node's own partitions, so no other node could
-	// have run them sooner. 0 defaults to Concurrency; negative disables.
+	// have run them sooner. 0 prefetches nothing.
 	Prefetch int
 	Exec     ExecFunc
 	// Wake receives a value whenever new work may be due (NOTIFY).
@@ -102,15 +103,15 @@ type Config struct {
 	// start. 0 claims only tasks already due.
 	ClaimAhead time.Duration
 	// PollInterval is the fallback re-check when nothing else wakes the
-	// loop. Defaults to 1s.
+	// loop.
 	PollInterval time.Duration
-	// FinishBatch is the most outcomes written per statement. Defaults to 1000.
+	// FinishBatch is the most outcomes written per statement.
 	FinishBatch int
 	// FinishDelay is how long the first outcome of a batch may wait for
-	// company. Defaults to 1ms.
+	// company.
 	FinishDelay time.Duration
 	// DrainTimeout is how long a stop waits for running handlers before
-	// cancelling them. Defaults to 10s.
+	// cancelling them.
 	DrainTimeout time.Duration
 	// ReconcileDelay is how long after a claim or finish statement failed
 	// the node compares the tasks the database says it runs with those it
@@ -167,29 +168,18 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Store == nil || cfg.DB == nil || cfg.Node == nil || cfg.Exec == nil || cfg.Partitions == nil {
 		return nil, errors.New("dispatch: Store, DB, Node, Partitions and Exec are required")
 	}
-	if cfg.Concurrency == 0 {
-		cfg.Concurrency = 100
-	}
-	if cfg.Concurrency < 0 {
-		return nil, fmt.Errorf("dispatch: concurrency must be positive, got %d", cfg.Concurrency)
-	}
+	// The worker fills in the defaults (pgsched.Config); here every
+	// setting must be given.
 	switch {
-	case cfg.Prefetch == 0:
-		cfg.Prefetch = cfg.Concurrency
+	case cfg.Concurrency <= 0:
+		return nil, fmt.Errorf("dispatch: concurrency must be positive, got %d", cfg.Concurrency)
 	case cfg.Prefetch < 0:
-		cfg.Prefetch = 0
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = time.Second
-	}
-	if cfg.FinishBatch <= 0 {
-		cfg.FinishBatch = 1000
-	}
-	if cfg.FinishDelay <= 0 {
-		cfg.FinishDelay = time.Millisecond
-	}
-	if cfg.DrainTimeout <= 0 {
-		cfg.DrainTimeout = 10 * time.Second
+		return nil, fmt.Errorf("dispatch: prefetch must not be negative, got %d", cfg.Prefetch)
+	case cfg.PollInterval <= 0, cfg.FinishDelay <= 0, cfg.DrainTimeout <= 0:
+		return nil, fmt.Errorf("dispatch: PollInterval %s, FinishDelay %s and DrainTimeout %s must be positive",
+			cfg.PollInterval, cfg.FinishDelay, cfg.DrainTimeout)
+	case cfg.FinishBatch <= 0:
+		return nil, fmt.Errorf("dispatch: FinishBatch must be positive, got %d", cfg.FinishBatch)
 	}
 	if cfg.ReconcileDelay <= 0 {
 		cfg.ReconcileDelay = 2 * time.Second

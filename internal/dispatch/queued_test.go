@@ -46,6 +46,7 @@ func TestQueuedGivenBackWhenTermEnds(t *testing.T) {
 	d, err := dispatch.New(dispatch.Config{
 		Store: st, DB: db.Pool, Node: node, Partitions: func() []int32 { return all },
 		Concurrency: 2, Prefetch: 5, PollInterval: 20 * time.Millisecond,
+		FinishBatch: 1000, FinishDelay: time.Millisecond, DrainTimeout: 10 * time.Second,
 		Exec: func(ctx context.Context, job *dispatch.Job) dispatch.Result {
 			mu.Lock()
 			runs[job.OrderingID]++

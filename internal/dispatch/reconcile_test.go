@@ -103,7 +103,8 @@ func start(t *testing.T) *fixture {
 	}
 	d, err := dispatch.New(dispatch.Config{
 		Store: st, DB: f.db2, Node: node, Partitions: func() []int32 { return all },
-		Concurrency: 10, PollInterval: 20 * time.Millisecond, ReconcileDelay: 100 * time.Millisecond,
+		Concurrency: 10, Prefetch: 10, PollInterval: 20 * time.Millisecond, ReconcileDelay: 100 * time.Millisecond,
+		FinishBatch: 1000, FinishDelay: time.Millisecond, DrainTimeout: 10 * time.Second,
 		Exec: func(ctx context.Context, job *dispatch.Job) dispatch.Result {
 			v, _ := f.ran.LoadOrStore(job.ID, new(atomic.Int32))
 			v.(*atomic.Int32).Add(1)

@@ -293,8 +293,10 @@ type sqlDir struct {
 }
 
 func (d *sqlDir) Stat() (fs.FileInfo, error) { return sqlInfo{name: ".", dir: true}, nil }
-func (d *sqlDir) Read([]byte) (int, error)   { return 0, &fs.PathError{Op: "read", Path: ".", Err: fs.ErrInvalid} }
-func (d *sqlDir) Close() error               { return nil }
+func (d *sqlDir) Read([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "read", Path: ".", Err: fs.ErrInvalid}
+}
+func (d *sqlDir) Close() error { return nil }
 func (d *sqlDir) ReadDir(n int) ([]fs.DirEntry, error) {
 	rest := d.entries[d.read:]
 	if n <= 0 {

@@ -165,9 +165,12 @@ func (s *Store) Settings(ctx context.Context, db DBTX) (Settings, error) {
 	r, err := s.q.SettingsGet(ctx, s.db(db))
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
-			return Settings{}, fmt.Errorf("schema %s has no settings row: was it migrated?", s.Schema())
+			return Settings{}, fmt.Errorf("schema %s has no settings row (not migrated?): %w", s.Schema(), err)
 		}
-		return Settings{}, fmt.Errorf("reading settings from schema %s (was it migrated?): %w", s.Schema(), err)
+		// Whether the schema is missing or the server unreachable is for
+		// the caller to tell from err (pgsched.ErrSchemaNotReady,
+		// ErrDatabaseUnavailable); a guess here would mislead.
+		return Settings{}, fmt.Errorf("reading settings from schema %s: %w", s.Schema(), err)
 	}
 	return Settings{
 		PartitionCount:  int(r.PartitionCount),
