@@ -1,4 +1,4 @@
-.PHONY: test run bench generate check-generated
+.PHONY: test run bench generate check-generated chaos chaos-outage chaos-short
 
 test:            ## every test, against real PostgreSQL
 	./scripts/test.sh
@@ -14,3 +14,12 @@ generate:
 
 check-generated:
 	sqlc diff
+
+chaos:           ## kills, freezes, a PostgreSQL restart and webhook 500s against 3 workers, then checks nothing was lost, reordered or overlapped; see docs/chaos.md
+	go run ./cmd/chaos
+
+chaos-outage:    ## the same with PostgreSQL down for 30s instead of the restart
+	go run ./cmd/chaos -mode outage
+
+chaos-short:     ## the CI preset of make chaos: about two minutes
+	go run ./cmd/chaos -short
