@@ -83,8 +83,7 @@ func viaPsql(t *testing.T, b clientBundle, task pgsched.Task) (pgsched.Result, e
 
 func sqlQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
 
-// claimTask claims the head task of orderingID as a worker would;
-// completeTask also records its completion.
+// claimTask claims the head task of orderingID as a worker would.
 func claimTask(t *testing.T, b clientBundle, orderingID string) (store.Claimed, int64) {
 	t.Helper()
 	ctx := context.Background()
@@ -102,16 +101,6 @@ func claimTask(t *testing.T, b clientBundle, orderingID string) (store.Claimed, 
 	}
 	t.Fatalf("no due task for %q could be claimed", orderingID)
 	return store.Claimed{}, 0
-}
-
-func completeTask(t *testing.T, b clientBundle, orderingID string) {
-	t.Helper()
-	c, epoch := claimTask(t, b, orderingID)
-	res, err := b.store.Finish(context.Background(), b.db.Pool, "test-"+orderingID, epoch, []store.Outcome{{
-		Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
-	}}, store.Handover{})
-	require.NoError(t, err)
-	require.Equal(t, []int64{c.ID}, res.Applied)
 }
 
 func countRows(t *testing.T, b clientBundle, table string) int {

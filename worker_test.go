@@ -418,7 +418,7 @@ func TestClaimAheadStartsOnTime(t *testing.T) {
 	cfg.ClaimAhead = 400 * time.Millisecond
 	cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(_ context.Context, j *pgsched.Job) error {
 		mu.Lock()
-		early[j.OrderingID] = j.ScheduledAt.Sub(time.Now())
+		early[j.OrderingID] = time.Until(j.ScheduledAt)
 		mu.Unlock()
 		return nil
 	})}
