@@ -9,8 +9,8 @@
 -- The functions that claim, finish, promote and settle tasks turn JIT off:
 -- their plans are index probes in nested loops, and the settings that keep
 -- them so (enable_seqscan = off and friends) inflate plan costs past
--- jit_above_cost, so a large batch paid a JIT compile on every call (a
--- 100k-task schedule_many spent 141 of its settle_heads' 1057 ms compiling).
+-- jit_above_cost, so a large batch would pay a JIT compile on every call,
+-- costing more than the statement itself.
 
 -- +goose Up
 CREATE SCHEMA IF NOT EXISTS pgsched;
@@ -19,7 +19,8 @@ CREATE TABLE pgsched.settings (
     singleton            boolean PRIMARY KEY DEFAULT true CHECK (singleton),
     partition_count      integer  NOT NULL CHECK (partition_count BETWEEN 1 AND 4096),
     -- Physical partitions of tasks and queues; logical partition p lives in
-    -- table partition p % table_partitions. See the note at tasks_p*.
+    -- table partition p % table_partitions (see the note above the
+    -- partitions' creation below).
     table_partitions     integer  NOT NULL CHECK (table_partitions BETWEEN 1 AND partition_count),
     grace                interval NOT NULL DEFAULT '5 seconds',
     completion_retention interval NOT NULL DEFAULT '7 days',
@@ -118,13 +119,10 @@ CREATE TABLE pgsched.heads (
 -- (at most the node's concurrency plus prefetch, spread over its
 -- partitions), and finding a dead node's running tasks reads the table
 -- (rare: when a node dies, or the leader's sweep once a minute).
--- Leaving claimed heads out too (WHERE NOT running: no steps over them,
--- but every claim, release and rescue then writes a primary-key entry)
--- was measured on 2026-11-25: own-ordering_id burn-down 62k -> 69k tasks/s
--- over nine interleaved pairs on one server, but +3% (58.7k -> 60.6k,
--- inside the noise) in the benchmark's rounds, ordered work unchanged.
--- Not taken: the gain did not hold up in the full benchmark, and the
--- extra index writes would be paid by every deployment.
+-- Leaving claimed heads out too (WHERE NOT running) spares the claims
+-- those steps but makes every claim, release and rescue write a
+-- primary-key entry; it did not pay off in the full benchmark
+-- (docs/design.md, "Measured and not taken").
 --
 -- Heads a finish handed over (chain > 0, running) are left out: neither a
 -- claim nor a look for due work wants them, and in an ordered burn-down
@@ -181,10 +179,10 @@ CREATE TABLE pgsched.backlog (
 -- partition holds every table_partitions-th logical partition (default 2).
 -- Every statement pays a fixed cost per table partition (locks, executor
 -- set-up of cached generic plans, batches spanning partitions): with one
--- table partition per logical partition (64) that cost dominated claims
--- and outcome batches (start lateness p99 ~200 ms against ~15 ms with 8),
--- and 2 against 8 still gives +15-20% burn-down throughput (ordered work,
--- which claims a few heads from many partitions, gains most). Ownership,
+-- table partition per logical partition that cost dominates claims and
+-- outcome batches, and fewer table partitions keep it small (ordered
+-- work, which claims a few heads from many partitions, gains most; the
+-- figures are in docs/design.md). Ownership,
 -- claiming and Citus distribution stay per logical partition; every
 -- statement still filters on partition_id. More table partitions
 -- (-table-partitions) split vacuum work for very large tables.
@@ -532,8 +530,7 @@ BEGIN
     -- locked, not rewritten (ON CONFLICT DO UPDATE ... WHERE false). The
     -- statement returns only the new heads' ids: the common batch (all
     -- written) needs no more, so only a mixed batch joins them back to its
-    -- positions (two sorts and a join, 25 of 170 ms per 10k in EXPLAIN
-    -- ANALYZE, which inflates sorts). The two statements differ only in ON
+    -- positions (two sorts and a join). The two statements differ only in ON
     -- CONFLICT, which plpgsql cannot make conditional without dynamic SQL
     -- (a plan per call).
     IF new_keys THEN
@@ -896,9 +893,8 @@ $$;
 -- there is more), a second probe only when both have the same
 -- scheduled_at (the earlier enqueued wins), a delete by ctid and an
 -- insert. The first statement deletes at most one head per ordering_id,
--- so the promotion needs no grouping or sort (it had both while it was a
--- function of its own: 3-5% of an ordered finish, with the copy of its
--- result rows).
+-- so the promotion needs no grouping or sort, and runs inline rather than
+-- in a function of its own, whose result rows would be copied.
 --
 -- Handing over: up to p_chain of the new heads are inserted already
 -- running for (p_node_id, p_epoch), as a claim would, and returned: those

@@ -554,9 +554,8 @@ type termContext struct {
 
 // handlerContext returns the context for handlers run under term: it ends
 // when the term ends or the stop deadline passes. One per term, shared by
-// its handlers: deriving one per task registered every task with the
-// term's context under one lock (a sixth of the worker's CPU at 40k
-// tasks/s).
+// its handlers: a context derived per task would register every task with
+// the term's context under one lock, a cost paid per task on the hot path.
 func (d *Dispatcher) handlerContext(term *lease.Term) context.Context {
 	if c := d.handlerCtx.Load(); c != nil && c.term == term {
 		return c.ctx

@@ -106,8 +106,9 @@
 // Hand-overs (a partition moving between owners, a stand-in starting or
 // stopping) need no coordination between the two nodes: a task is claimed
 // with FOR UPDATE SKIP LOCKED on its ordering queue, a queue with a running
-// head is never claimed, and the unique index on running tasks per
-// (partition, ordering_id) is the database's backstop, so two nodes
+// head is never claimed, and the heads table's primary key (partition,
+// ordering_id) is the database's backstop, since only an ordering_id's
+// head runs, so two nodes
 // claiming one partition for a moment can neither run one task twice nor
 // break the order of an ordering_id.
 //
