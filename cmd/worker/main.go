@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -47,13 +48,19 @@ func main() {
 		<-ctx.Done()
 		stop()
 	}()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil && !errors.Is(err, errDone) {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
 }
 
+// errDone ends run with nothing more to do and exit status 0: -h, -version
+// and -stop-local.
+var errDone = errors.New("done")
+
 type options struct {
+	version        bool
+	stopLocal      bool
 	databaseURL    string
 	schema         string
 	nodeID         string
@@ -73,10 +80,12 @@ type options struct {
 	logFormat      string
 }
 
-func parse(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
+func parse(args []string, getenv func(string) string, stdout io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// The flag package would print a parse error and the whole usage; main
+	// prints the error once, and -h prints the usage to stdout.
+	fs.SetOutput(io.Discard)
 	str := func(p *string, name, env, def, usage string) {
 		v := getenv(env)
 		if v == "" {
@@ -126,8 +135,16 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 	str(&o.logFormat, "log-format", "PGSCHED_LOG_FORMAT", "text", "text or json")
 	migrate := getenv("PGSCHED_MIGRATE") != "false"
 	fs.BoolVar(&o.migrate, "migrate", migrate, "apply migrations at start (PGSCHED_MIGRATE)")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.BoolVar(&o.stopLocal, "stop-local", false, "stop the local PostgreSQL in -data-dir (one a worker left running) and exit")
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprintln(stdout, "Usage: worker [flags]; every flag also reads the environment variable in brackets.")
+			fs.PrintDefaults()
+			return o, errDone
+		}
+		return o, fmt.Errorf("%w (worker -h lists the flags)", err)
 	}
 	if len(errs) > 0 {
 		return o, errors.Join(errs...)
@@ -145,9 +162,25 @@ func parse(args []string, getenv func(string) string, stderr io.Writer) (options
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	o, err := parse(args, getenv, stderr)
+	o, err := parse(args, getenv, stdout)
 	if err != nil {
 		return err
+	}
+	switch {
+	case o.version:
+		fmt.Fprintln(stdout, "pgsched worker", pgsched.Version(), runtime.Version())
+		return errDone
+	case o.stopLocal:
+		stopped, err := localpg.StopDataDir(ctx, o.dataDir)
+		if err != nil {
+			return fmt.Errorf("stopping the local PostgreSQL in %s: %w", o.dataDir, err)
+		}
+		if stopped {
+			fmt.Fprintln(stdout, "pgsched: stopped the local PostgreSQL in", o.dataDir)
+		} else {
+			fmt.Fprintln(stdout, "pgsched: no local PostgreSQL runs in", o.dataDir)
+		}
+		return errDone
 	}
 	var handler slog.Handler = slog.NewTextHandler(stderr, nil)
 	if o.logFormat == "json" {
