@@ -81,8 +81,37 @@ type options struct {
 }
 
 func parse(args []string, getenv func(string) string, stdout io.Writer) (options, error) {
-	var o options
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	o, fs, errs := flags(getenv)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stdout)
+			fmt.Fprintln(stdout, "Usage: worker [flags]; every flag also reads the environment variable in brackets.")
+			fs.PrintDefaults()
+			return *o, errDone
+		}
+		return *o, fmt.Errorf("%w (worker -h lists the flags)", err)
+	}
+	if len(*errs) > 0 {
+		return *o, errors.Join(*errs...)
+	}
+	if fs.NArg() > 0 {
+		return *o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.concurrency <= 0 {
+		return *o, fmt.Errorf("PGSCHED_CONCURRENCY (-concurrency) must be positive, got %d", o.concurrency)
+	}
+	if o.webhookTimeout < 0 {
+		return *o, fmt.Errorf("PGSCHED_WEBHOOK_TIMEOUT (-webhook-timeout) must not be negative, got %s", o.webhookTimeout)
+	}
+	return *o, nil
+}
+
+// flags defines the worker's flags, each defaulting to its environment
+// variable (named in brackets at the end of its usage), into o; errs
+// collects the variables that do not parse.
+func flags(getenv func(string) string) (o *options, fs *flag.FlagSet, errs *[]error) {
+	o, errs = &options{}, &[]error{}
+	fs = flag.NewFlagSet("worker", flag.ContinueOnError)
 	// The flag package would print a parse error and the whole usage; main
 	// prints the error once, and -h prints the usage to stdout.
 	fs.SetOutput(io.Discard)
@@ -93,13 +122,12 @@ func parse(args []string, getenv func(string) string, stdout io.Writer) (options
 		}
 		fs.StringVar(p, name, v, usage+" ("+env+")")
 	}
-	var errs []error
 	dur := func(p *time.Duration, name, env string, def time.Duration, usage string) {
 		v := def
 		if s := getenv(env); s != "" {
 			d, err := time.ParseDuration(s)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q is not a duration: %w", env, s, err))
+				*errs = append(*errs, fmt.Errorf("%s=%q is not a duration: %w", env, s, err))
 			}
 			v = d
 		}
@@ -110,7 +138,7 @@ func parse(args []string, getenv func(string) string, stdout io.Writer) (options
 		if s := getenv(env); s != "" {
 			n, err := strconv.Atoi(s)
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q is not a number", env, s))
+				*errs = append(*errs, fmt.Errorf("%s=%q is not a number", env, s))
 			}
 			v = n
 		}
@@ -137,28 +165,7 @@ func parse(args []string, getenv func(string) string, stdout io.Writer) (options
 	fs.BoolVar(&o.migrate, "migrate", migrate, "apply migrations at start (PGSCHED_MIGRATE)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.stopLocal, "stop-local", false, "stop the local PostgreSQL in -data-dir (one a worker left running) and exit")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stdout)
-			fmt.Fprintln(stdout, "Usage: worker [flags]; every flag also reads the environment variable in brackets.")
-			fs.PrintDefaults()
-			return o, errDone
-		}
-		return o, fmt.Errorf("%w (worker -h lists the flags)", err)
-	}
-	if len(errs) > 0 {
-		return o, errors.Join(errs...)
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	if o.concurrency <= 0 {
-		return o, fmt.Errorf("PGSCHED_CONCURRENCY (-concurrency) must be positive, got %d", o.concurrency)
-	}
-	if o.webhookTimeout < 0 {
-		return o, fmt.Errorf("PGSCHED_WEBHOOK_TIMEOUT (-webhook-timeout) must not be negative, got %s", o.webhookTimeout)
-	}
-	return o, nil
+	return o, fs, errs
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
