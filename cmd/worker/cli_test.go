@@ -63,7 +63,7 @@ func TestSigintExitsZero(t *testing.T) {
 		cmd := exec.Command(os.Args[0]) // init runs main before any test flag is read
 		cmd.Env = append(os.Environ(), "PGSCHED_TEST_MAIN=1", "DATABASE_URL="+db.URL, "PGSCHED_SCHEMA="+db.Schema,
 			"PGSCHED_HTTP_ADDR="+addr, "PGSCHED_LEASE_TTL=2s", "PGSCHED_DRAIN_TIMEOUT=1s")
-		var stderr bytes.Buffer
+		var stderr syncBuffer // written by os/exec's copying goroutine
 		cmd.Stderr = &stderr
 		require.NoError(t, cmd.Start())
 		t.Cleanup(func() { _ = cmd.Process.Kill() })
