@@ -188,6 +188,12 @@ type PgschedSetting struct {
 	NotifyHorizon       pgtype.Interval
 }
 
+type PgschedSqlObject struct {
+	Singleton bool
+	Checksum  string
+	AppliedAt time.Time
+}
+
 type PgschedStandIn struct {
 	NodeID        string
 	StandInNodeID string

@@ -1,5 +1,6 @@
-// Package migrator applies pgsched's embedded goose migrations to a schema of
-// the caller's choice.
+// Package migrator applies pgsched's embedded SQL to a schema of the
+// caller's choice: the goose migrations (tables, indexes, sequences), then
+// the functions and views of db/functions and db/views (objects.go).
 //
 // The SQL files are written against the schema "pgsched"; they are rewritten
 // on the fly for another schema (see internal/sqlschema), and goose keeps its
@@ -33,7 +34,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
-	"github.com/pgsched/pgsched/db/migrations"
+	"github.com/pgsched/pgsched/db"
 	"github.com/pgsched/pgsched/internal/sqlschema"
 )
 
@@ -128,18 +129,30 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*Migrator, err
 // Close releases the database connections.
 func (m *Migrator) Close() error { return m.db.Close() }
 
-// Up applies every pending migration.
+// Up applies every pending migration, then the functions and views of
+// db/functions and db/views when they changed (see objects.go), and
+// creates the completion partitions for today and the days ahead.
 func (m *Migrator) Up(ctx context.Context) error {
 	res, err := m.provider.Up(ctx)
 	m.log(res...)
 	if err != nil {
 		return fmt.Errorf("migrating %s up: %w", m.opts.Schema, err)
 	}
+	if err := m.applyObjects(ctx); err != nil {
+		return fmt.Errorf("applying the functions and views of %s: %w", m.opts.Schema, err)
+	}
+	if _, err := m.db.ExecContext(ctx, "SELECT "+pgx.Identifier{m.opts.Schema}.Sanitize()+".ensure_completion_partitions(now() - interval '1 day', 8)"); err != nil {
+		return fmt.Errorf("creating completion partitions in %s: %w", m.opts.Schema, err)
+	}
 	return nil
 }
 
-// Down rolls back the newest applied migration.
+// Down drops the functions and views (the next Up brings them back) and
+// rolls back the newest applied migration.
 func (m *Migrator) Down(ctx context.Context) error {
+	if err := m.dropObjects(ctx); err != nil {
+		return err
+	}
 	res, err := m.provider.Down(ctx)
 	if res != nil {
 		m.log(res)
@@ -150,8 +163,12 @@ func (m *Migrator) Down(ctx context.Context) error {
 	return nil
 }
 
-// Reset rolls back every applied migration.
+// Reset drops the functions and views and rolls back every applied
+// migration.
 func (m *Migrator) Reset(ctx context.Context) error {
+	if err := m.dropObjects(ctx); err != nil {
+		return err
+	}
 	res, err := m.provider.DownTo(ctx, 0)
 	m.log(res...)
 	if err != nil {
@@ -232,12 +249,16 @@ func lockID(schema string) int64 {
 
 // rewrittenFS returns the embedded migrations rewritten for schema.
 func rewrittenFS(schema string) (fs.FS, error) {
+	migrations, err := fs.Sub(db.Migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
 	files := map[string][]byte{}
-	err := fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(migrations, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".sql") {
 			return err
 		}
-		b, err := fs.ReadFile(migrations.FS, path)
+		b, err := fs.ReadFile(migrations, path)
 		if err != nil {
 			return err
 		}

@@ -1,12 +1,16 @@
 // Package sqlschema lets one set of SQL, written against the schema named
 // "pgsched", run in any schema chosen at migrate time.
 //
-// Migrations and sqlc queries name every object as pgsched.<name> (sqlc needs
-// a concrete schema to type-check them). When an installation or a test uses
-// another schema, statements are rewritten on their way to the server: the
-// word "pgsched" (as a whole word, so pgsched_x is left alone) becomes the
-// configured schema. Rewritten statements are cached, so the hot path pays a
-// map lookup, and nothing at all for the default schema.
+// Migrations, functions, views and sqlc queries name every object as
+// pgsched.<name> (sqlc needs a concrete schema to type-check them). When an
+// installation or a test uses another schema, statements are rewritten on
+// their way to the server: the qualifier "pgsched." becomes "<schema>.".
+// Only the qualifier: the product's name in text, such as the "pgsched:"
+// that starts every error message, stays as it is; the notification
+// channels ('pgsched.due') and settings ('pgsched.partition_count') are
+// qualified names too and move with the schema, as they must. Rewritten
+// statements are cached, so the hot path pays a map lookup, and nothing at
+// all for the default schema.
 package sqlschema
 
 import (
@@ -31,7 +35,7 @@ const MaxLen = 63 - len(".assign")
 
 var (
 	validName = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
-	word      = regexp.MustCompile(`\bpgsched\b`)
+	qualifier = regexp.MustCompile(`\bpgsched\.`)
 )
 
 // ErrInvalidName is returned for a schema name pgsched cannot use.
@@ -64,7 +68,7 @@ func Rewrite(sql, schema string) string {
 	if schema == Default || schema == "" {
 		return sql
 	}
-	return word.ReplaceAllString(sql, schema)
+	return qualifier.ReplaceAllLiteralString(sql, schema+".")
 }
 
 // DBTX is what sqlc-generated code runs statements on: a pool, a connection

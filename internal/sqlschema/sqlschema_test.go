@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 func TestValidate(t *testing.T) {
@@ -30,4 +32,14 @@ func TestValidate(t *testing.T) {
 	if n := len(strings.Repeat("s", MaxLen) + ".assign"); n != 63 {
 		t.Errorf("longest channel name is %d bytes, want 63", n)
 	}
+}
+
+// TestRewriteQualifierOnly: only the schema qualifier moves; the product's
+// name in messages and names that merely start with it stay.
+func TestRewriteQualifierOnly(t *testing.T) {
+	t.Parallel()
+	in := `RAISE EXCEPTION 'pgsched: kind is %s' USING x = pgsched.heads; SELECT pg_notify('pgsched.due', ''); pgsched_enqueue`
+	want := `RAISE EXCEPTION 'pgsched: kind is %s' USING x = tenant_a.heads; SELECT pg_notify('tenant_a.due', ''); pgsched_enqueue`
+	require.Equal(t, want, Rewrite(in, "tenant_a"))
+	require.Equal(t, in, Rewrite(in, Default))
 }

@@ -1,0 +1,267 @@
+-- finish_tasks records what happened to running tasks, in one batch:
+-- outcome 'completed' deletes the task and writes its tombstone, 'dead' moves
+-- it to dead_tasks, 'retry' makes it pending again retry_delay seconds from
+-- now (the database's now), 'release' makes it pending again as it was (a
+-- graceful stop gave it back). Only tasks still held by the claim the
+-- outcome is for change: (node_id, epoch) and the claim's claimed_at. So a
+-- stale node's late writes change nothing, and neither does an outcome
+-- statement retried after its first try committed unseen, once the same
+-- node and term have claimed the task again (a retry that came due, or a
+-- release): each claim has its own claimed_at. Returns one row per
+-- successor handed straight to the node as running (see below), shaped as
+-- a claim returns it, and then one row whose applied holds the ids of the
+-- tasks that changed and claimable how many heads the call left for a
+-- claim (promoted and not handed over, or given back; the other columns
+-- null). Rows rather than an array of heads: building the array and
+-- unnesting it again cost a tenth of the call.
+--
+-- Heads are changed in key order, so enqueuers (which lock heads in that
+-- order too) and finishers cannot deadlock: a batch of completions alone is
+-- one delete, driven by the sorted batch through a nested loop of primary
+-- key probes (hash and merge joins are off so the order holds); a batch
+-- with retries or releases locks its heads first.
+--
+-- Promotion: for each deleted head whose ordering_id has a backlog, the
+-- earliest backlog task becomes the head, in a second statement (a fresh
+-- snapshot, taken with the deleted heads locked, so a task enqueued
+-- meanwhile is seen). Per ordering_id: one index scan for the first two
+-- backlog tasks by (scheduled_at, uniqueness_key) (the first, and whether
+-- there is more), a second probe only when both have the same
+-- scheduled_at (the earlier enqueued wins), a delete by ctid and an
+-- insert. The first statement deletes at most one head per ordering_id,
+-- so the promotion needs no grouping or sort, and runs inline rather than
+-- in a function of its own, whose result rows would be copied.
+--
+-- Handing over: up to p_chain of the new heads are inserted already
+-- running for (p_node_id, p_epoch), as a claim would, and returned: those
+-- due now, in p_chain_partitions, whose predecessor's chain is below
+-- p_chain_limit, and only while the node's lease is live. It spares the
+-- finished task's successor a claim of its own (the claim's index scan and
+-- update), and the limit makes a long chain go through a claim now and
+-- then, so other ordering_ids waiting in the node's partitions get their
+-- turn. When p_chain is below the number of promotions, only the first
+-- p_chain promotions in the order the delete returned their heads may
+-- hand over (the worker passes the number of tasks the batch finishes,
+-- which is never below it). A NULL p_chain_partitions or p_chain_limit
+-- hands nothing over.
+CREATE OR REPLACE FUNCTION pgsched.finish_tasks(
+    p_node_id      text,
+    p_epoch        bigint,
+    partition_ids  integer[],
+    ordering_ids   text[],
+    task_ids       bigint[],
+    claimed_ats    timestamptz[],
+    outcomes       text[],
+    retry_delays   float8[],
+    errors         text[],
+    p_chain        integer DEFAULT 0,
+    p_chain_partitions integer[] DEFAULT NULL,
+    p_chain_limit  integer DEFAULT 0
+)
+RETURNS TABLE (applied bigint[], partition_id integer, id bigint, ordering_id text, scheduled_at timestamptz,
+               uniqueness_key text, kind text, payload jsonb, attempt integer, run_at timestamptz,
+               claimed_at timestamptz, claimable integer)
+LANGUAGE plpgsql
+SET jit = off
+SET enable_seqscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+SET enable_material = off
+AS $$
+#variable_conflict use_column
+DECLARE
+    gone_p  integer[];
+    gone_o  text[];
+    gone_c  integer[];
+    gone_id bigint[];
+    back_p  integer[];
+    back_o  text[];
+    back_id bigint[];
+    room    integer := coalesce(p_chain, 0);
+    known_n integer;
+    moved_n integer;
+    fast    pgsched.heads[];
+    promoted integer := 0;
+    handed  integer := 0;
+    handed2 integer;
+BEGIN
+    IF EXISTS (SELECT 1 FROM unnest(outcomes) AS x(outcome) WHERE x.outcome NOT IN ('completed', 'dead')) THEN
+        PERFORM pgsched.lock_heads(partition_ids, ordering_ids);
+    END IF;
+
+    IF room > 0 AND NOT EXISTS (SELECT 1 FROM pgsched.nodes n
+                                WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()) THEN
+        room := 0;
+    END IF;
+
+    -- Completed and dead tasks leave; where the head knew its successor
+    -- (next_tids, see "Known successors"), the successor moves up in the
+    -- same statement, by ctid.
+    WITH gone AS (
+        DELETE FROM pgsched.heads h
+        USING (
+            SELECT b.p, b.o COLLATE "C" AS o, b.id, b.ca, b.outcome, b.err
+            FROM unnest(partition_ids, ordering_ids, task_ids, claimed_ats, outcomes, errors) AS b(p, o, id, ca, outcome, err)
+            WHERE b.outcome IN ('completed', 'dead')
+            ORDER BY b.p, o
+        ) b
+        -- Held by this node means running (CHECK on heads).
+        WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
+          AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca
+        RETURNING h.*, b.outcome, b.err
+    ), tomb AS (
+        INSERT INTO pgsched.completions (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, attempt, node_id, completed_at)
+        SELECT g.partition_id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.attempt, g.node_id, now()
+        FROM gone g WHERE g.outcome = 'completed'
+    ), dead AS (
+        INSERT INTO pgsched.dead_tasks (partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, last_error, node_id)
+        SELECT g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt, g.err, g.node_id
+        FROM gone g WHERE g.outcome = 'dead'
+    ), known AS (
+        SELECT g.partition_id AS p, g.ordering_id AS o, g.chain AS c, g.next_tids[1] AS tid, g.next_ids[1] AS id,
+               g.next_tids[2:] AS rest_tids, g.next_ids[2:] AS rest_ids, g.next_more AS more_after,
+               row_number() OVER () AS i
+        FROM gone g WHERE g.backlog AND cardinality(g.next_tids) > 0
+    ), moved AS (
+        DELETE FROM pgsched.backlog b USING known k
+        WHERE b.partition_id = k.p AND b.ctid = k.tid AND b.id = k.id AND b.ordering_id = k.o
+        RETURNING b.*, k.rest_tids, k.rest_ids, k.more_after, k.c AS prev_chain,
+                  coalesce(k.i <= room AND b.run_at <= now() AND k.c < p_chain_limit
+                           AND b.partition_id = ANY (p_chain_partitions), false) AS run
+    ), ins AS (
+        INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
+                                        run_at, attempt, revision, last_error, created_at, backlog,
+                                        running, node_id, epoch, claimed_at, chain, next_tids, next_ids, next_more)
+        SELECT m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
+               m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at,
+               cardinality(m.rest_tids) > 0 OR m.more_after,
+               m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
+               CASE WHEN m.run THEN now() END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
+               CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_tids END,
+               CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after
+        FROM moved m
+        RETURNING h.*
+    )
+    SELECT array_agg(g.partition_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
+           array_agg(g.ordering_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
+           array_agg(g.chain) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
+           array_agg(g.id), count(*) FILTER (WHERE g.backlog AND cardinality(g.next_tids) > 0),
+           (SELECT count(*) FROM ins), (SELECT array_agg(x::pgsched.heads) FROM ins x WHERE x.running)
+    INTO gone_p, gone_o, gone_c, gone_id, known_n, moved_n, fast FROM gone g;
+
+    IF fast IS NOT NULL THEN
+        RETURN QUERY
+        SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
+               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer
+        FROM unnest(fast) x;
+        handed := cardinality(fast);
+    END IF;
+    promoted := moved_n;
+
+    IF gone_p IS NOT NULL THEN
+        -- The others' next task: the first backlog task of each by
+        -- (scheduled_at, id), in a statement of its own, whose fresh
+        -- snapshot (taken with the heads deleted, so locked) sees every
+        -- task enqueued before. One index scan reads the first 18 by
+        -- (scheduled_at, uniqueness_key): the first is the successor
+        -- unless the second has the same scheduled_at (then a second
+        -- probe takes the earliest enqueued), and if no two share a
+        -- scheduled_at the next 16 become the new head's known
+        -- successors.
+        RETURN QUERY
+        WITH pick AS (
+            SELECT k.p, k.c, k.i, coalesce(t.tid, f.tids[1]) AS tid, f.n > 1 AS more,
+                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.tids[2:17] END AS next_tids,
+                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.ids[2:17] END AS next_ids,
+                   f.n = 18 AS next_more
+            FROM unnest(gone_p, gone_o, gone_c) WITH ORDINALITY AS k(p, o, c, i)
+            CROSS JOIN LATERAL (
+                SELECT array_agg(x.tid ORDER BY x.scheduled_at, x.uniqueness_key) AS tids,
+                       array_agg(x.id ORDER BY x.scheduled_at, x.uniqueness_key) AS ids,
+                       min(x.scheduled_at) AS sa1, count(*) AS n, count(DISTINCT x.scheduled_at) AS nd
+                FROM (
+                    SELECT b.ctid AS tid, b.id, b.scheduled_at, b.uniqueness_key FROM pgsched.backlog b
+                    WHERE b.partition_id = k.p AND b.ordering_id = k.o
+                    ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 18
+                ) x
+            ) f
+            LEFT JOIN LATERAL (
+                SELECT b.ctid AS tid FROM pgsched.backlog b
+                WHERE f.n > 1 AND f.nd < f.n
+                  AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.sa1
+                ORDER BY b.id LIMIT 1
+            ) t ON true
+        ), moved AS (
+            DELETE FROM pgsched.backlog b USING pick
+            WHERE b.partition_id = pick.p AND b.ctid = pick.tid
+            RETURNING b.*, pick.more, pick.next_tids, pick.next_ids, pick.next_more, pick.c AS prev_chain,
+                      coalesce(pick.i + known_n <= room AND b.run_at <= now() AND pick.c < p_chain_limit
+                               AND b.partition_id = ANY (p_chain_partitions), false) AS run
+        ), ins AS (
+            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
+                                            run_at, attempt, revision, last_error, created_at, backlog,
+                                            running, node_id, epoch, claimed_at, chain, next_tids, next_ids, next_more)
+            SELECT m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
+                   m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at, m.more,
+                   m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
+                   CASE WHEN m.run THEN now() END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
+                   m.next_tids, m.next_ids, m.next_more
+            FROM moved m
+            RETURNING h.partition_id, h.id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.kind, h.payload,
+                      h.attempt, h.run_at, h.claimed_at, h.running
+        )
+        SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
+               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer
+        FROM ins x WHERE x.running;
+        GET DIAGNOSTICS handed2 = ROW_COUNT;
+        handed := handed + handed2;
+        promoted := promoted + cardinality(gone_p);
+    END IF;
+
+    IF moved_n < known_n THEN
+        -- A known successor was not where its head said (never, while
+        -- every writer keeps the rule; a table rewrite moves rows): the
+        -- general path gives these ordering_ids a head.
+        SELECT array_agg(u.p), array_agg(u.o) INTO back_p, back_o
+        FROM unnest(partition_ids, ordering_ids, outcomes) AS u(p, o, outcome)
+        WHERE u.outcome IN ('completed', 'dead')
+          AND NOT EXISTS (SELECT 1 FROM pgsched.heads h WHERE h.partition_id = u.p AND h.ordering_id = u.o);
+        IF back_p IS NOT NULL THEN
+            PERFORM pgsched.settle_heads(back_p, back_o);
+            promoted := promoted + cardinality(back_p);
+        END IF;
+        back_p := NULL;
+        back_o := NULL;
+    END IF;
+
+    IF cardinality(gone_id) IS DISTINCT FROM cardinality(task_ids) THEN
+        WITH back AS (
+            UPDATE pgsched.heads h
+            SET running = false, node_id = NULL, epoch = NULL, claimed_at = NULL, chain = 0,
+                run_at = CASE WHEN b.outcome = 'retry' THEN now() + make_interval(secs => coalesce(b.retry_delay, 0)) ELSE h.run_at END,
+                attempt = CASE WHEN b.outcome = 'release' THEN greatest(h.attempt - 1, 0) ELSE h.attempt END,
+                last_error = CASE WHEN b.outcome = 'retry' THEN b.err ELSE h.last_error END
+            FROM unnest(partition_ids, ordering_ids, task_ids, claimed_ats, outcomes, retry_delays, errors)
+                 AS b(p, o, id, ca, outcome, retry_delay, err)
+            WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
+              AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND b.outcome IN ('retry', 'release')
+            RETURNING h.partition_id, h.ordering_id, h.id
+        )
+        SELECT array_agg(k.partition_id), array_agg(k.ordering_id), array_agg(k.id)
+        INTO back_p, back_o, back_id FROM back k;
+        IF back_id IS NOT NULL THEN
+            -- A task enqueued earlier than the one given back runs first.
+            PERFORM pgsched.settle_heads(back_p, back_o);
+        END IF;
+    END IF;
+
+    applied := coalesce(gone_id, '{}') || coalesce(back_id, '{}');
+    -- Heads this call left idle for a claim to take: promoted and not
+    -- handed over (those looked for by the second statement counted from
+    -- the heads flagged as having a backlog, so one whose backlog a cancel
+    -- emptied meanwhile counts too), and given back. Zero tells the worker
+    -- nothing new may have become due.
+    claimable := promoted - handed + coalesce(cardinality(back_id), 0);
+    RETURN NEXT;
+END
+$$;

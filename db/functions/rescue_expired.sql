@@ -1,0 +1,61 @@
+-- rescue_expired gives the running tasks of nodes whose lease has expired
+-- (or whose row is gone) back to their ordering_ids, to run again at once.
+-- With p_nodes given, only those nodes' tasks are rescued; else those of
+-- every node whose row says its lease expired, and with p_orphans those of
+-- every node without a live lease, rows or not. Running heads have no
+-- index (a claim stays a HOT update), so this reads the heads table:
+-- callers rescue nodes as they die, and sweep (p_orphans) now and then.
+-- Returns the count.
+CREATE OR REPLACE FUNCTION pgsched.rescue_expired(p_nodes text[] DEFAULT NULL, p_orphans boolean DEFAULT false)
+RETURNS integer
+LANGUAGE plpgsql
+SET jit = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+SET enable_material = off
+AS $$
+DECLARE
+    cands  text[] := p_nodes;
+    lost_p integer[];
+    lost_o text[];
+    n integer;
+BEGIN
+    IF cands IS NULL AND NOT p_orphans THEN
+        SELECT coalesce(array_agg(nd.node_id), '{}') INTO cands FROM pgsched.nodes nd WHERE nd.lease_expires_at < now();
+    END IF;
+    IF cardinality(cands) = 0 THEN
+        RETURN 0;
+    END IF;
+
+    SELECT array_agg(h.partition_id), array_agg(h.ordering_id)
+    INTO lost_p, lost_o
+    FROM pgsched.heads h
+    LEFT JOIN pgsched.nodes nd ON nd.node_id = h.node_id AND nd.epoch = h.epoch
+    WHERE h.running AND (cands IS NULL OR h.node_id = ANY (cands))
+      AND (nd.node_id IS NULL OR nd.lease_expires_at < now());
+    IF lost_p IS NULL THEN
+        RETURN 0;
+    END IF;
+
+    PERFORM pgsched.lock_heads(lost_p, lost_o);
+
+    WITH back AS (
+        UPDATE pgsched.heads h
+        SET running = false, last_error = format('node %s (epoch %s) lost its lease while running this task', h.node_id, h.epoch),
+            node_id = NULL, epoch = NULL, claimed_at = NULL, chain = 0
+        FROM unnest(lost_p, lost_o) AS b(p, o)
+        WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.running
+          AND NOT EXISTS (SELECT 1 FROM pgsched.nodes x WHERE x.node_id = h.node_id AND x.epoch = h.epoch AND x.lease_expires_at >= now())
+        RETURNING h.partition_id, h.ordering_id
+    )
+    SELECT array_agg(back.partition_id), array_agg(back.ordering_id) INTO lost_p, lost_o FROM back;
+    n := coalesce(cardinality(lost_p), 0);
+    IF n = 0 THEN
+        RETURN 0;
+    END IF;
+
+    PERFORM pgsched.settle_heads(lost_p, lost_o);
+    PERFORM pg_notify('pgsched.due', '');
+    RETURN n;
+END
+$$;

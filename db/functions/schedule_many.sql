@@ -1,0 +1,273 @@
+-- schedule_many enqueues a batch atomically and returns an array with one
+-- result per input position: inserted, updated or already_completed. Any invalid
+-- task, or a key that is running, rejects the whole batch with an error
+-- naming the field (SQLSTATE PGS01 invalid, PGS02 in the past, PGS03
+-- running). A key given twice in one batch: the last one wins, as if the
+-- batch were enqueued in turn, and both positions report its result. A NULL
+-- or empty kind is 'default', a NULL payload {}.
+--
+-- new_keys is for a caller that expects none of the batch's ordering_ids to
+-- have a task yet (the usual bulk enqueue): their heads are then written
+-- with a plain INSERT, a third cheaper than the INSERT ... ON CONFLICT that
+-- must otherwise find and lock existing heads, and if one exists after all
+-- the call fails with SQLSTATE 23505 (unique_violation) having written
+-- nothing, so the caller can send the batch again without new_keys. The Go
+-- client does that for large batches outside a caller's transaction.
+CREATE OR REPLACE FUNCTION pgsched.schedule_many(
+    ordering_ids    text[],
+    scheduled_ats   timestamptz[],
+    uniqueness_keys text[] DEFAULT NULL,
+    payloads        jsonb[] DEFAULT NULL,
+    kinds           text[] DEFAULT NULL,
+    new_keys        boolean DEFAULT false
+)
+RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+    s pgsched.settings;
+    t_now timestamptz := now();
+    n integer := coalesce(cardinality(ordering_ids), 0);
+    parts integer[];
+    results text[];
+    bad record;
+    bad_at integer;
+    where_ text := '';
+    lo timestamptz;
+    hi timestamptz;
+    fresh integer[];
+    fresh_ids bigint[];
+    fresh_all boolean;
+    done integer[];
+    settle_p integer[];
+    settle_o text[];
+BEGIN
+    SELECT * INTO STRICT s FROM pgsched.settings;
+    IF coalesce(cardinality(scheduled_ats), 0) <> n
+       OR (uniqueness_keys IS NOT NULL AND cardinality(uniqueness_keys) <> n)
+       OR (payloads IS NOT NULL AND cardinality(payloads) <> n)
+       OR (kinds IS NOT NULL AND cardinality(kinds) <> n) THEN
+        RAISE EXCEPTION 'pgsched: schedule_many arrays must all have % elements', n USING ERRCODE = 'PGS01';
+    END IF;
+    IF n = 0 THEN
+        RETURN '{}';
+    END IF;
+
+    -- Arrays are only ever unnested together: subscripting a large array of
+    -- variable-width values costs O(i) per access.
+    --
+    -- Every check is cheap for a small payload. The size limit applies to
+    -- the payload as stored, the jsonb value before compression, whose size
+    -- pg_column_size reads from its header without rendering it as text;
+    -- only the server checks it, so Go and SQL users meet the same limit.
+    -- Nesting deeper than 126 levels (a webhook body nests the payload one
+    -- level deeper, and serde_json decodes at most 127 by default) is
+    -- looked for only in a payload of at least 1016 bytes: each level takes
+    -- 8 (a container header and its entry in the parent), so a smaller one
+    -- cannot have 127. Kinds become HTTP header values and metric labels:
+    -- no control characters. The Go client checks the range of
+    -- scheduled_at, kinds and depth too, with the same messages.
+    SELECT x.i, coalesce(x.invalid, x.past) AS msg, CASE WHEN x.invalid IS NULL THEN 'PGS02' ELSE 'PGS01' END AS code
+    INTO bad FROM (
+        SELECT u.i,
+            CASE
+                WHEN u.o IS NULL OR u.o = '' THEN 'ordering_id is required'
+                WHEN octet_length(u.o) > 255 THEN format('ordering_id is %s bytes, over the limit of 255', octet_length(u.o))
+                WHEN u.sa IS NULL THEN 'scheduled_at is required'
+                WHEN u.sa IN ('infinity', '-infinity') THEN 'scheduled_at must be a finite time'
+                WHEN u.sa < '0001-01-01 00:00:00+00' OR u.sa >= '10000-01-01 00:00:00+00'
+                    THEN 'scheduled_at is outside the supported range 0001-01-01 00:00:00 to 9999-12-31 23:59:59.999999 UTC'
+                WHEN octet_length(u.uk) > 255 THEN format('uniqueness_key is %s bytes, over the limit of 255', octet_length(u.uk))
+                WHEN u.k ~ '[\x01-\x1f\x7f]' THEN 'kind contains a control character'
+                WHEN octet_length(u.k) > 255 THEN format('kind is %s bytes, over the limit of 255', octet_length(u.k))
+                WHEN pg_column_size(u.pl) > s.max_payload_bytes
+                    THEN format('payload is %s bytes as stored (jsonb), over the limit of %s bytes', pg_column_size(u.pl), s.max_payload_bytes)
+                WHEN pg_column_size(u.pl) >= 1016
+                     AND jsonb_path_exists(u.pl, 'strict $.**{126} ? (@.type() == "array" || @.type() == "object")')
+                    THEN 'payload is nested more than 126 levels deep'
+            END AS invalid,
+            CASE WHEN u.sa < t_now - s.grace
+                THEN format('scheduled_at %s is before now minus the grace window of %s', u.sa, s.grace)
+            END AS past
+        FROM unnest(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS u(o, sa, uk, pl, k, i)
+    ) x WHERE x.invalid IS NOT NULL OR x.past IS NOT NULL ORDER BY x.i LIMIT 1;
+    IF FOUND THEN
+        IF n > 1 THEN
+            where_ := format(' (batch item %s)', bad.i);
+        END IF;
+        RAISE EXCEPTION USING MESSAGE = 'pgsched: ' || bad.msg || where_, ERRCODE = bad.code;
+    END IF;
+
+    SELECT array_agg(pgsched.partition_of(u.o, s.partition_count) ORDER BY u.i) INTO parts
+    FROM unnest(ordering_ids) WITH ORDINALITY AS u(o, i);
+
+    -- Lock the head of every ordering_id in the batch, in key order (so
+    -- concurrent batches and finishers cannot deadlock), writing the
+    -- batch's earliest task of it as its head where it has none. fresh
+    -- holds the batch positions written so; for a batch of new ordering_ids
+    -- with one task each that is the whole enqueue. An existing head is
+    -- locked, not rewritten (ON CONFLICT DO UPDATE ... WHERE false). The
+    -- statement returns only the new heads' ids: the common batch (all
+    -- written) needs no more, so only a mixed batch joins them back to its
+    -- positions (two sorts and a join). The two statements differ only in ON
+    -- CONFLICT, which plpgsql cannot make conditional without dynamic SQL
+    -- (a plan per call).
+    IF new_keys THEN
+        WITH ins AS (
+            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
+            SELECT f.p, f.o, f.sa, f.uk, f.k, f.pl, f.sa FROM (
+                SELECT DISTINCT ON (x.p, x.o COLLATE "C") x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
+                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k
+                FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
+                ORDER BY x.p, x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
+            ) f
+            ORDER BY f.p, f.o
+            RETURNING h.id
+        )
+        SELECT array_agg(ins.id) INTO fresh_ids FROM ins;
+    ELSE
+        WITH ins AS (
+            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
+            SELECT f.p, f.o, f.sa, f.uk, f.k, f.pl, f.sa FROM (
+                SELECT DISTINCT ON (x.p, x.o COLLATE "C") x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
+                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k
+                FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
+                ORDER BY x.p, x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
+            ) f
+            ORDER BY f.p, f.o
+            ON CONFLICT (partition_id, ordering_id) DO UPDATE SET revision = h.revision WHERE false
+            RETURNING h.id
+        )
+        SELECT array_agg(ins.id) INTO fresh_ids FROM ins;
+    END IF;
+    -- n heads written for n positions: every position is its key's.
+    fresh_all := coalesce(cardinality(fresh_ids), 0) = n;
+    IF NOT fresh_all THEN
+        -- The batch may change these ordering_ids' backlogs: their heads
+        -- forget their known successors first (see "Known successors").
+        UPDATE pgsched.heads h SET next_tids = NULL, next_ids = NULL
+        FROM (SELECT DISTINCT x.p, x.o COLLATE "C" AS o FROM unnest(parts, ordering_ids) AS x(p, o)) k
+        WHERE h.partition_id = k.p AND h.ordering_id = k.o AND h.next_tids IS NOT NULL;
+    END IF;
+    IF NOT fresh_all AND fresh_ids IS NOT NULL THEN
+        SELECT array_agg(f.i) INTO fresh FROM (
+            SELECT DISTINCT ON (x.p, x.o COLLATE "C") x.p, x.o COLLATE "C" AS o, x.i
+            FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) WITH ORDINALITY AS x(p, o, sa, uk, i)
+            ORDER BY x.p, x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
+        ) f
+        JOIN pgsched.heads h ON h.partition_id = f.p AND h.ordering_id = f.o
+        JOIN unnest(fresh_ids) AS w(id) ON w.id = h.id;
+    END IF;
+
+    -- With the heads locked, the next statement's fresh snapshot sees every
+    -- completion of these ordering_ids: a completed key never runs again.
+    -- A key completes after its scheduled_at and, as its finisher held the
+    -- head lock we now hold, before now: the bounds [lo, hi] prune the
+    -- daily completion partitions to those that can hold a tombstone of this
+    -- batch (none when it is all in the future).
+    lo := (SELECT min(u.sa) FROM unnest(scheduled_ats) AS u(sa));
+    hi := clock_timestamp() + interval '1 minute';
+    IF lo <= hi THEN
+        SELECT array_agg(u.i) INTO done FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) WITH ORDINALITY AS u(p, o, sa, uk, i)
+        CROSS JOIN LATERAL (
+            SELECT 1 FROM pgsched.completions c
+            WHERE c.partition_id = u.p AND c.ordering_id = u.o AND c.scheduled_at = u.sa
+              AND c.uniqueness_key = coalesce(u.uk, '') AND c.completed_at >= lo AND c.completed_at <= hi
+            LIMIT 1) c;
+    END IF;
+
+    -- The common case: every task a new ordering_id's only task, none done.
+    IF done IS NULL AND fresh_all THEN
+        results := array_fill('inserted'::text, ARRAY[n]);
+        IF lo <= t_now + s.notify_horizon THEN
+            PERFORM pg_notify('pgsched.due', '');
+        END IF;
+        RETURN results;
+    END IF;
+    IF fresh_all THEN
+        fresh := ARRAY(SELECT generate_series(1, n));
+    END IF;
+
+    -- Rare: a head just written for a completed key goes again.
+    IF done IS NOT NULL AND fresh IS NOT NULL THEN
+        DELETE FROM pgsched.heads h
+        USING unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) WITH ORDINALITY AS u(p, o, sa, uk, i)
+        WHERE u.i IN (SELECT unnest(fresh)) AND u.i IN (SELECT unnest(done))
+          AND h.partition_id = u.p AND h.ordering_id = u.o AND h.scheduled_at = u.sa
+          AND h.uniqueness_key = coalesce(u.uk, '') AND NOT h.running;
+    END IF;
+
+    -- Every other task of the batch: its key is an existing idle head
+    -- (overwritten), a running head (PGS03 below) or goes to the backlog
+    -- (inserted, or overwritten when there). Then the ordering_ids that
+    -- got backlog tasks, or lost a head just written, are settled: a task
+    -- earlier than an idle head takes its place.
+    WITH u AS (
+        SELECT x.i, x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
+               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k,
+               x.i IN (SELECT unnest(done)) AS completed, x.i IN (SELECT unnest(fresh)) AS fresh
+        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
+    ), cand AS (
+        SELECT DISTINCT ON (u.p, u.o, u.sa, u.uk) u.*
+        FROM u WHERE NOT u.completed
+        ORDER BY u.p, u.o, u.sa, u.uk, u.i DESC
+    ), rest AS (
+        SELECT c.*, h.ordering_id IS NOT NULL AS is_head, coalesce(h.running, false) AS head_running
+        FROM cand c
+        LEFT JOIN pgsched.heads h ON h.partition_id = c.p AND h.ordering_id = c.o
+                                 AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk
+        WHERE NOT c.fresh
+    ), hu AS (
+        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, revision = h.revision + 1
+        FROM rest r
+        WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o
+        RETURNING h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key
+    ), bl AS (
+        INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
+        SELECT r.p, r.o, r.sa, r.uk, r.k, r.pl, r.sa FROM rest r WHERE NOT r.is_head
+        ORDER BY r.p, r.o, r.sa, r.uk
+        ON CONFLICT (partition_id, ordering_id, scheduled_at, uniqueness_key) DO UPDATE
+        SET kind = excluded.kind, payload = excluded.payload, revision = b.revision + 1
+        RETURNING b.partition_id, b.ordering_id, b.scheduled_at, b.uniqueness_key, (b.revision = 0) AS inserted
+    ), kr AS (
+        SELECT c.p, c.o, c.sa, c.uk, 'inserted' AS r FROM cand c WHERE c.fresh
+        UNION ALL
+        SELECT r.p, r.o, r.sa, r.uk, NULL FROM rest r WHERE r.head_running
+        UNION ALL
+        SELECT x.partition_id, x.ordering_id, x.scheduled_at, x.uniqueness_key, 'updated' FROM hu x
+        UNION ALL
+        SELECT x.partition_id, x.ordering_id, x.scheduled_at, x.uniqueness_key,
+               CASE WHEN x.inserted THEN 'inserted' ELSE 'updated' END FROM bl x
+    ), res AS (
+        SELECT array_agg(CASE WHEN u.completed THEN 'already_completed' ELSE kr.r END ORDER BY u.i) AS results
+        FROM u LEFT JOIN kr ON kr.p = u.p AND kr.o = u.o AND kr.sa = u.sa AND kr.uk = u.uk
+    ), st AS (
+        SELECT array_agg(x.partition_id) AS p, array_agg(x.ordering_id) AS o FROM bl x
+    )
+    SELECT res.results, st.p, st.o INTO results, settle_p, settle_o FROM res, st;
+
+    bad_at := array_position(results, NULL);
+    IF bad_at IS NOT NULL THEN
+        IF n > 1 THEN
+            where_ := format(' (batch item %s)', bad_at);
+        END IF;
+        RAISE EXCEPTION 'pgsched: task (%, %, %) is running and cannot be changed%',
+            ordering_ids[bad_at], scheduled_ats[bad_at], coalesce(uniqueness_keys[bad_at], ''), where_
+            USING ERRCODE = 'PGS03';
+    END IF;
+
+    IF done IS NOT NULL THEN
+        SELECT settle_p || array_agg(u.p), settle_o || array_agg(u.o) INTO settle_p, settle_o
+        FROM unnest(parts, ordering_ids) WITH ORDINALITY AS u(p, o, i) WHERE u.i IN (SELECT unnest(done));
+    END IF;
+    IF settle_p IS NOT NULL THEN
+        PERFORM pgsched.settle_heads(settle_p, settle_o);
+    END IF;
+
+    IF EXISTS (SELECT 1 FROM unnest(scheduled_ats, results) AS u(sa, r)
+               WHERE u.r <> 'already_completed' AND u.sa <= t_now + s.notify_horizon) THEN
+        PERFORM pg_notify('pgsched.due', '');
+    END IF;
+
+    RETURN results;
+END
+$$;

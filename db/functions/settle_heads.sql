@@ -1,0 +1,68 @@
+-- settle_heads makes each given ordering_id's head its earliest task again
+-- after its tasks changed: the earliest backlog task (by scheduled_at, then
+-- id) becomes the head when there is none, or when it comes before an idle
+-- head, which then goes back to the backlog. A running head stays. It also
+-- sets each head's backlog flag. One statement for the whole set; the
+-- caller holds the heads' locks (or has deleted them in this transaction).
+CREATE OR REPLACE FUNCTION pgsched.settle_heads(partition_ids integer[], ordering_ids text[])
+RETURNS void
+LANGUAGE plpgsql
+SET jit = off
+SET enable_seqscan = off
+SET enable_hashjoin = off
+SET enable_mergejoin = off
+SET enable_material = off
+AS $$
+BEGIN
+    WITH k AS (
+        SELECT DISTINCT a.p, a.o FROM unnest(partition_ids, ordering_ids) AS a(p, o)
+    ), st AS (
+        -- The earliest backlog task (two index probes whatever the length)
+        -- and the head, if any; swap: the backlog task becomes the head.
+        SELECT k.p, k.o, b.scheduled_at, b.uniqueness_key, b.id, b.kind, b.payload, b.run_at, b.attempt,
+               b.revision, b.last_error, b.created_at,
+               b.id IS NOT NULL AS has_next, h.ordering_id IS NOT NULL AS has_head, h.backlog AS flag,
+               b.id IS NOT NULL AND (h.ordering_id IS NULL
+                   OR (NOT h.running AND (b.scheduled_at, b.id) < (h.scheduled_at, h.id))) AS swap
+        FROM k
+        LEFT JOIN LATERAL (
+            SELECT b.* FROM pgsched.backlog b
+            WHERE b.partition_id = k.p AND b.ordering_id = k.o
+              AND b.scheduled_at = (SELECT b2.scheduled_at FROM pgsched.backlog b2
+                                    WHERE b2.partition_id = k.p AND b2.ordering_id = k.o
+                                    ORDER BY b2.scheduled_at LIMIT 1)
+            ORDER BY b.id LIMIT 1
+        ) b ON true
+        LEFT JOIN pgsched.heads h ON h.partition_id = k.p AND h.ordering_id = k.o
+    ), popped AS (
+        DELETE FROM pgsched.backlog b USING st
+        WHERE st.swap AND b.partition_id = st.p AND b.ordering_id = st.o
+          AND b.scheduled_at = st.scheduled_at AND b.uniqueness_key = st.uniqueness_key
+    ), demoted AS (
+        INSERT INTO pgsched.backlog (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
+                                     run_at, attempt, revision, last_error, created_at)
+        SELECT h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.id, h.kind, h.payload,
+               h.run_at, h.attempt, h.revision, h.last_error, h.created_at
+        FROM st JOIN pgsched.heads h ON h.partition_id = st.p AND h.ordering_id = st.o
+        WHERE st.swap AND st.has_head
+    ), flagged AS (
+        UPDATE pgsched.heads h SET backlog = st.has_next, next_tids = NULL, next_ids = NULL
+        FROM st
+        WHERE NOT st.swap AND st.has_head AND st.flag <> st.has_next
+          AND h.partition_id = st.p AND h.ordering_id = st.o
+    )
+    INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
+                                    run_at, attempt, revision, last_error, created_at, backlog)
+    SELECT st.p, st.o, st.scheduled_at, st.uniqueness_key, st.id, st.kind, st.payload,
+           st.run_at, st.attempt, st.revision, st.last_error, st.created_at,
+           st.has_head OR EXISTS (SELECT 1 FROM pgsched.backlog b
+                                  WHERE b.partition_id = st.p AND b.ordering_id = st.o
+                                    AND (b.scheduled_at, b.uniqueness_key) <> (st.scheduled_at, st.uniqueness_key))
+    FROM st WHERE st.swap
+    ON CONFLICT (partition_id, ordering_id) DO UPDATE
+    SET scheduled_at = excluded.scheduled_at, uniqueness_key = excluded.uniqueness_key, id = excluded.id,
+        kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, attempt = excluded.attempt,
+        revision = excluded.revision, last_error = excluded.last_error, created_at = excluded.created_at,
+        backlog = excluded.backlog, next_tids = NULL, next_ids = NULL;
+END
+$$;
