@@ -114,6 +114,13 @@ func (l *Leader) step(ctx context.Context) {
 		}
 		return
 	}
+	if l.cfg.Node.Leaving() {
+		// A clean stop has begun: hand leadership over now, as a
+		// resignation, rather than lose it when the lease is refused to a
+		// leaving node.
+		l.resign(ctx)
+		return
+	}
 	if held.Term != 0 && held.Epoch != term.Epoch {
 		l.lose(held, "this node re-registered under a new epoch")
 		held = Leadership{}

@@ -131,6 +131,9 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 // ID is the node's id.
 func (n *Node) ID() string { return n.cfg.ID }
 
+// Leaving reports whether a clean stop has begun (see Leave).
+func (n *Node) Leaving() bool { return n.leaving.Load() }
+
 // Current returns the live term, or nil while the node holds no lease or
 // its lease deadline has passed.
 func (n *Node) Current() *Term {
