@@ -42,6 +42,7 @@ type Worker struct {
 	dispatcher *dispatch.Dispatcher
 	// outcomesStuck is what logReadiness last logged (maintain's only).
 	outcomesStuck bool
+	retries       retryLog
 }
 
 // NodeID is this worker's node id.

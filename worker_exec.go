@@ -26,6 +26,7 @@ func (w *Worker) onFinished(job *dispatch.Job, res dispatch.Result, ran time.Dur
 	switch res.Outcome {
 	case store.OutcomeRetry:
 		w.metrics.Retried.WithLabelValues(job.Kind).Inc()
+		w.retries.log(w.logger, w.metrics.Kinds.Label(job.Kind), job, res)
 	case store.OutcomeDead:
 		w.metrics.Dead.WithLabelValues(job.Kind).Inc()
 		w.logger.Warn("task is dead", "ordering_id", job.OrderingID, "task_id", job.ID, "kind", job.Kind,

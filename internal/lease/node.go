@@ -180,7 +180,7 @@ func (n *Node) Run(ctx context.Context) error {
 			// registrations. Come back quickly, before a stand-in is needed.
 			backoff = firstBackoff
 		}
-		n.cfg.Logger.Warn("node lease lost", "node_id", n.cfg.ID, "error", err)
+		n.cfg.Logger.Warn("node lease lost", "error", err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -205,7 +205,7 @@ func (n *Node) hold(ctx context.Context) (held bool, err error) {
 	deadline := sent.Add(n.cfg.TTL)
 	term.setDeadline(deadline)
 	n.setTerm(term, cancel)
-	n.cfg.Logger.Info("node registered", "node_id", n.cfg.ID, "epoch", lease.Epoch, "lease_expires_at", lease.ExpiresAt)
+	n.cfg.Logger.Info("node registered", "epoch", lease.Epoch, "lease_expires_at", lease.ExpiresAt)
 	if f := n.cfg.Events.Registered; f != nil {
 		f(lease.Epoch)
 	}
@@ -251,7 +251,7 @@ func (n *Node) hold(ctx context.Context) (held bool, err error) {
 		case ctx.Err() != nil:
 			return true, ctx.Err()
 		default:
-			n.cfg.Logger.Warn("renewing node lease failed; retrying", "node_id", n.cfg.ID, "epoch", lease.Epoch, "error", err)
+			n.cfg.Logger.Warn("renewing node lease failed; retrying", "epoch", lease.Epoch, "error", err)
 		}
 	}
 }
@@ -268,7 +268,7 @@ func (n *Node) Leave(ctx context.Context) error {
 	if err := n.cfg.Store.NodeLeave(ctx, n.cfg.DB, n.cfg.ID, t.Epoch); err != nil {
 		return fmt.Errorf("marking node %s leaving: %w", n.cfg.ID, err)
 	}
-	n.cfg.Logger.Info("node leaving: partitions handed over while it drains", "node_id", n.cfg.ID, "epoch", t.Epoch)
+	n.cfg.Logger.Info("node leaving: partitions handed over while it drains", "epoch", t.Epoch)
 	return n.cfg.Store.NotifyCluster(ctx, n.cfg.DB)
 }
 
@@ -286,10 +286,10 @@ func (n *Node) resign() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := n.cfg.Store.NodeDeregister(ctx, n.cfg.DB, n.cfg.ID, t.Epoch); err != nil {
-		n.cfg.Logger.Warn("deregistering node failed; its lease will expire", "node_id", n.cfg.ID, "error", err)
+		n.cfg.Logger.Warn("deregistering node failed; its lease will expire", "error", err)
 		return
 	}
-	n.cfg.Logger.Info("node deregistered", "node_id", n.cfg.ID, "epoch", t.Epoch)
+	n.cfg.Logger.Info("node deregistered", "epoch", t.Epoch)
 	if err := n.cfg.Store.NotifyCluster(ctx, n.cfg.DB); err != nil {
 		n.cfg.Logger.Warn("announcing the leave failed; the leader will notice on its next round", "error", err)
 	}
@@ -297,9 +297,9 @@ func (n *Node) resign() {
 	// outcome could not be written) goes back to its queue now rather than
 	// waiting for a peer's rescue.
 	if k, err := n.cfg.Store.RescueExpired(ctx, n.cfg.DB, []string{n.cfg.ID}); err != nil {
-		n.cfg.Logger.Warn("releasing leftover tasks failed; peers will rescue them", "node_id", n.cfg.ID, "error", err)
+		n.cfg.Logger.Warn("releasing leftover tasks failed; peers will rescue them", "error", err)
 	} else if k > 0 {
-		n.cfg.Logger.Info("released leftover running tasks", "node_id", n.cfg.ID, "tasks", k)
+		n.cfg.Logger.Info("released leftover running tasks", "tasks", k)
 	}
 }
 
@@ -308,9 +308,9 @@ func (n *Node) resign() {
 // TTL): the new epoch fences them, so they would otherwise wait for a peer.
 func (n *Node) afterRegister(ctx context.Context, epoch int64) {
 	if k, err := n.cfg.Store.RescueExpired(ctx, n.cfg.DB, []string{n.cfg.ID}); err != nil {
-		n.cfg.Logger.Warn("giving back tasks of an earlier term failed; the leader will", "node_id", n.cfg.ID, "error", err)
+		n.cfg.Logger.Warn("giving back tasks of an earlier term failed; the leader will", "error", err)
 	} else if k > 0 {
-		n.cfg.Logger.Info("gave back running tasks of an earlier term", "node_id", n.cfg.ID, "epoch", epoch, "tasks", k)
+		n.cfg.Logger.Info("gave back running tasks of an earlier term", "epoch", epoch, "tasks", k)
 	}
 	if err := n.cfg.Store.NotifyCluster(ctx, n.cfg.DB); err != nil {
 		n.cfg.Logger.Warn("announcing the node failed; the leader will notice on its next round", "error", err)
