@@ -20,7 +20,8 @@ import (
 	"strconv"
 	"syscall"
 
-	"github.com/pgsched/pgsched/internal/migrator"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/pgsched/pgsched/pgschedmigrate"
 )
 
 func main() {
@@ -35,7 +36,7 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	partitions := migrator.DefaultPartitions
+	partitions := pgschedmigrate.DefaultPartitions
 	if v := getenv("PGSCHED_PARTITIONS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -74,7 +75,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return errors.New("no database: set DATABASE_URL or -database-url")
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	m, err := migrator.Open(ctx, *dbURL, migrator.Options{Schema: schema, Partitions: partitions, TablePartitions: tablePartitions, Logger: logger})
+	poolCfg, err := pgxpool.ParseConfig(*dbURL)
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, poolCfg) // connects lazily; the migrator opens its own
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	m, err := pgschedmigrate.New(ctx, pool, pgschedmigrate.Config{Schema: schema, Partitions: partitions, TablePartitions: tablePartitions, Logger: logger})
 	if err != nil {
 		return err
 	}

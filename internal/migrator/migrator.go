@@ -57,6 +57,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Check reports what is wrong with o, without changing it.
+func (o Options) Check() error { return o.fill() }
+
 func (o *Options) fill() error {
 	if o.Schema == "" {
 		o.Schema = sqlschema.Default
@@ -97,6 +100,19 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*Migrator, err
 	cfg, err := pgx.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parsing database URL: %w", err)
+	}
+	return OpenConfig(ctx, cfg, opts)
+}
+
+// OpenConfig is Open with a parsed connection configuration, which it
+// takes over (a caller passes a copy, such as a pool's
+// Config().ConnConfig.Copy()).
+func OpenConfig(ctx context.Context, cfg *pgx.ConnConfig, opts Options) (*Migrator, error) {
+	if err := opts.fill(); err != nil {
+		return nil, err
+	}
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
 	}
 	cfg.RuntimeParams[opts.Schema+".partition_count"] = strconv.Itoa(opts.Partitions)
 	cfg.RuntimeParams[opts.Schema+".table_partitions"] = strconv.Itoa(opts.TablePartitions)

@@ -1,0 +1,118 @@
+// Package pgschedmigrate creates and upgrades pgsched's schema from a Go
+// program, over the program's own pool, so a service can migrate at start
+// (or in a deploy job) without running cmd/migrate. It applies the same
+// embedded SQL as cmd/migrate, which is built on it: the numbered
+// migrations (tables), then the functions and views of the SQL API.
+//
+// Two processes migrating the same schema at once are safe: an advisory
+// lock keyed by the schema lets one apply and the other find nothing to
+// do.
+//
+//	m, err := pgschedmigrate.New(ctx, pool, pgschedmigrate.Config{Schema: "pgsched"})
+//	if err != nil { ... }
+//	defer m.Close()
+//	err = m.Up(ctx)
+package pgschedmigrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/pgsched/pgsched/internal/migrator"
+)
+
+// ErrInvalidConfig wraps every error New returns for a Config it refuses.
+var ErrInvalidConfig = errors.New("pgschedmigrate: invalid config")
+
+// DefaultPartitions is the number of logical partitions when none is
+// chosen.
+const DefaultPartitions = migrator.DefaultPartitions
+
+// Config says which schema to migrate and how a new one is laid out.
+type Config struct {
+	// Schema holds pgsched's tables; the worker's and client's Config.Schema
+	// must name the same. Defaults to "pgsched".
+	Schema string
+	// Partitions is the number of logical partitions, fixed when the schema
+	// is created (later values are ignored). Defaults to 64; at most 4096.
+	Partitions int
+	// TablePartitions is how many physical partitions the task tables are
+	// split into, fixed when the schema is created. Defaults to 2 (or
+	// Partitions, if fewer).
+	TablePartitions int
+	// Logger receives one line per migration applied. Defaults to none.
+	Logger *slog.Logger
+}
+
+// Migrator migrates one schema. Close it after use.
+type Migrator struct{ m *migrator.Migrator }
+
+// Status is one migration's state.
+type Status struct {
+	Version   int64
+	Name      string
+	Applied   bool
+	AppliedAt time.Time
+}
+
+// New prepares a Migrator for cfg.Schema on the database pool reaches. It
+// opens connections of its own from the pool's configuration (at most
+// two, closed by Close), since a migration needs session settings the
+// pool's connections must not keep.
+func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Migrator, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("%w: New needs a pool", ErrInvalidConfig)
+	}
+	opts := migrator.Options{Schema: cfg.Schema, Partitions: cfg.Partitions, TablePartitions: cfg.TablePartitions, Logger: cfg.Logger}
+	if err := opts.Check(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	m, err := migrator.OpenConfig(ctx, pool.Config().ConnConfig.Copy(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("pgschedmigrate: %w", err)
+	}
+	return &Migrator{m: m}, nil
+}
+
+// Close releases the Migrator's connections.
+func (m *Migrator) Close() error { return m.m.Close() }
+
+// Up applies every pending migration and brings the SQL API's functions
+// and views up to this version. Safe to call at every start: with nothing
+// pending it changes nothing.
+func (m *Migrator) Up(ctx context.Context) error { return m.m.Up(ctx) }
+
+// Down drops the SQL API and rolls back the newest migration.
+func (m *Migrator) Down(ctx context.Context) error { return m.m.Down(ctx) }
+
+// Reset drops the SQL API and rolls back every migration: every task is
+// gone. The schema itself stays (it keeps goose's version table).
+func (m *Migrator) Reset(ctx context.Context) error { return m.m.Reset(ctx) }
+
+// Status lists every migration and whether it is applied.
+func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
+	st, err := m.m.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Status, len(st))
+	for i, s := range st {
+		out[i] = Status(s)
+	}
+	return out, nil
+}
+
+// Up is New, Up and Close in one call.
+func Up(ctx context.Context, pool *pgxpool.Pool, cfg Config) error {
+	m, err := New(ctx, pool, cfg)
+	if err != nil {
+		return err
+	}
+	defer m.Close()
+	return m.Up(ctx)
+}
