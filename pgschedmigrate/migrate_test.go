@@ -26,7 +26,9 @@ func TestMigrateFromGo(t *testing.T) {
 	pool, err := pgxpool.New(ctx, pgtest.ServerURL(t))
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	t.Cleanup(func() { _, _ = pgtest.AdminPool(t).Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE") })
+	t.Cleanup(func() {
+		_, _ = pgtest.AdminPool(t).Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+	})
 
 	cfg := pgschedmigrate.Config{Schema: schema, Partitions: 8}
 	require.NoError(t, pgschedmigrate.Up(ctx, pool, cfg))
