@@ -107,19 +107,7 @@ func TestWebhookEndToEnd(t *testing.T) {
 		"PGSCHED_POLL_INTERVAL":   "100ms",
 		"PGSCHED_WEBHOOK_TIMEOUT": "1s",
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var out syncBuffer
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, &out, &out) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(20 * time.Second):
-			t.Error("worker did not stop")
-		}
-	})
+	out := startRun(t, env)
 
 	client, err := pgsched.NewClient(db.Pool, pgsched.Config{Schema: db.Schema})
 	require.NoError(t, err)
