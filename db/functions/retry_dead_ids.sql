@@ -1,0 +1,43 @@
+-- retry_dead_ids puts the dead tasks with the given ids back in line and
+-- returns how many: each is enqueued again as a new task (new id, attempt
+-- 0) with its ordering_id, uniqueness_key, kind and payload, due now, so
+-- it runs after whatever its ordering_id has already due and before what
+-- is scheduled later. Several of one ordering_id are due a microsecond
+-- apart, in their original order, so their keys stay distinct. It goes
+-- through schedule_many, so order, locking and notifications are those of
+-- any enqueue; if a key is taken after all (a pending or completed task at
+-- that very microsecond), the call fails and nothing changes.
+CREATE OR REPLACE FUNCTION pgsched.retry_dead_ids(ids bigint[])
+RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+    t     timestamptz := now();
+    o     text[];
+    sa    timestamptz[];
+    uk    text[];
+    pl    jsonb[];
+    k     text[];
+    res   text[];
+BEGIN
+    WITH gone AS (
+        DELETE FROM pgsched.dead_tasks d WHERE d.id = ANY (ids) RETURNING d.*
+    ), ranked AS (
+        SELECT g.*, row_number() OVER (PARTITION BY g.ordering_id ORDER BY g.scheduled_at, g.id) AS r FROM gone g
+    )
+    SELECT array_agg(r.ordering_id::text ORDER BY r.ordering_id, r.r),
+           array_agg(t + (r.r - 1) * interval '1 microsecond' ORDER BY r.ordering_id, r.r),
+           array_agg(r.uniqueness_key::text ORDER BY r.ordering_id, r.r),
+           array_agg(r.payload ORDER BY r.ordering_id, r.r),
+           array_agg(r.kind ORDER BY r.ordering_id, r.r)
+    INTO o, sa, uk, pl, k FROM ranked r;
+    IF o IS NULL THEN
+        RETURN 0;
+    END IF;
+    res := pgsched.schedule_many(o, sa, uk, pl, k);
+    IF EXISTS (SELECT 1 FROM unnest(res) AS x(r) WHERE x.r <> 'inserted') THEN
+        RAISE EXCEPTION 'pgsched: a retried dead task''s new key is taken by another task; nothing changed, try again'
+            USING ERRCODE = 'PGS05';
+    END IF;
+    RETURN cardinality(o);
+END
+$$;
