@@ -2,12 +2,9 @@ package localpg
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strconv"
-	"time"
 )
 
 // StopDataDir stops the server running in dataDir, whoever started it, as
@@ -19,7 +16,7 @@ func StopDataDir(ctx context.Context, dataDir string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("localpg: resolve data dir: %w", err)
 	}
-	_, running, err := runningServer(ctx, dir)
+	port, running, err := runningServer(ctx, dir)
 	if err != nil {
 		return false, err
 	}
@@ -34,14 +31,7 @@ func StopDataDir(ctx context.Context, dataDir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	s := &Server{dataDir: dir, binDir: binDir, runAs: runAs, logger: slog.New(slog.DiscardHandler)}
-	out, err := s.run(ctx, s.bin("pg_ctl"), "stop", "-D", dir, "-m", "fast", "-w",
-		"-t", strconv.Itoa(int(pgCtlTimeout/time.Second)))
-	if err != nil {
-		return true, fmt.Errorf("localpg: pg_ctl stop: %w%s", err, formatOutput(out))
-	}
-	if _, still, err := runningServer(ctx, dir); err == nil && still {
-		return true, errors.New("localpg: the server still runs after pg_ctl stop")
-	}
-	return true, nil
+	// The server it found, as if Start had started it, so Stop stops it.
+	s := &Server{dataDir: dir, binDir: binDir, port: port, owned: true, runAs: runAs, logger: slog.New(slog.DiscardHandler)}
+	return true, s.Stop(ctx)
 }
