@@ -38,17 +38,23 @@ type finisher struct {
 	items        []finishItem
 	// aside holds outcomes the database refused on their own; they are
 	// tried again now and then (see run) without holding up the queue.
-	aside   []finishItem
-	lastErr error
-	signal  chan struct{}
-	closed  chan struct{}
-	once    sync.Once
+	aside []finishItem
+	// inflight counts outcomes taken into a statement not yet back;
+	// refusedOut, those of them or of items that were set aside before,
+	// so a refused outcome being tried again still counts as failing.
+	inflight, refusedOut int
+	lastErr              error
+	signal               chan struct{}
+	closed               chan struct{}
+	once                 sync.Once
 }
 
 type finishItem struct {
 	job *Job
 	res Result
 	ran time.Duration
+	// refused: the database refused this outcome on its own before.
+	refused bool
 }
 
 // minSecond is the smallest batch worth a second finish statement while
@@ -66,6 +72,15 @@ func (f *finisher) add(job *Job, res Result, ran time.Duration) {
 }
 
 func (f *finisher) close() { f.once.Do(func() { close(f.closed) }) }
+
+// requeueAside puts the outcomes set aside back at the front of the queue.
+func (f *finisher) requeueAside() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refusedOut += len(f.aside)
+	f.items = append(f.aside, f.items...)
+	f.aside = nil
+}
 
 func (f *finisher) asideCount() int {
 	f.mu.Lock()
@@ -86,6 +101,7 @@ func (f *finisher) take(n int) []finishItem {
 	n = min(n, len(f.items))
 	batch := append([]finishItem(nil), f.items[:n]...)
 	f.items = f.items[n:]
+	f.inflight += n
 	return batch
 }
 
@@ -122,10 +138,7 @@ func (f *finisher) run() {
 		select {
 		case <-retry.C:
 			retryArmed, now = false, true
-			f.mu.Lock()
-			f.items = append(f.aside, f.items...)
-			f.aside = nil
-			f.mu.Unlock()
+			f.requeueAside()
 		case <-f.signal:
 		case err := <-ended:
 			writing--
@@ -170,10 +183,7 @@ func (f *finisher) run() {
 					return
 				}
 				retriedAtClose = true
-				f.mu.Lock()
-				f.items = append(f.aside, f.items...)
-				f.aside = nil
-				f.mu.Unlock()
+				f.requeueAside()
 				pending = f.pending()
 			} else {
 				continue
@@ -217,8 +227,14 @@ func (f *finisher) writeBatch(batch []finishItem) error {
 		f.after()
 	}
 	f.mu.Lock()
+	f.inflight -= len(batch)
+	f.refusedOut -= countRefused(batch)
+	for i := range refused {
+		refused[i].refused = true
+	}
 	f.aside = append(f.aside, refused...)
 	if err != nil {
+		f.refusedOut += countRefused(unwritten)
 		f.items = append(unwritten, f.items...)
 	}
 	f.mu.Unlock()
@@ -381,7 +397,7 @@ func (f *finisher) noteFailure(err error) {
 func (f *finisher) noteWritten() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.aside) == 0 {
+	if len(f.aside) == 0 && f.refusedOut == 0 {
 		f.failingSince.Store(0)
 		f.lastErr = nil
 	}
@@ -396,5 +412,15 @@ func (f *finisher) unrecorded() (time.Duration, int, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return time.Since(time.Unix(0, since)), len(f.items) + len(f.aside), f.lastErr
+	return time.Since(time.Unix(0, since)), len(f.items) + len(f.aside) + f.inflight, f.lastErr
+}
+
+func countRefused(items []finishItem) int {
+	n := 0
+	for _, it := range items {
+		if it.refused {
+			n++
+		}
+	}
+	return n
 }
