@@ -264,7 +264,7 @@ func TestBadInput(t *testing.T) {
 		} {
 			for what, err := range map[string]error{
 				"Validate":  sqlschema.Validate(name),
-				"NewClient": second(pgsched.NewClient(pool, pgsched.Config{Schema: name})),
+				"NewClient": second(pgsched.NewClient(pool, pgsched.ClientConfig{Schema: name})),
 			} {
 				require.ErrorIs(t, err, sqlschema.ErrInvalidName, "%s(%q)", what, name)
 				require.Contains(t, err.Error(), "schema name", "%s(%q) names the field", what, name)

@@ -101,9 +101,8 @@ const (
 	newKeysBackoff = 16
 )
 
-// NewClient returns a client on pool. Only Config.Schema and
-// Config.Registerer (for pgsched_tasks_scheduled_total) matter to it.
-func NewClient(pool *pgxpool.Pool, cfg Config) (*Client, error) {
+// NewClient returns a client on pool.
+func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
 	if pool == nil {
 		return nil, errors.New("pgsched: NewClient needs a pool")
 	}

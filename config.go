@@ -7,8 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// The defaults of Config's fields, in one place: NewWorker fills them in and
-// cmd/worker uses them for its flags.
+// The defaults of WorkerConfig's fields, in one place: NewWorker fills them
+// in and cmd/worker uses them for its flags.
 const (
 	DefaultConcurrency  = 100
 	DefaultLeaseTTL     = 10 * time.Second
@@ -20,19 +20,32 @@ const (
 	DefaultFinishDelay  = time.Millisecond
 )
 
-// Config configures a Client and a Worker. A Client reads only Schema.
-type Config struct {
+// ClientConfig configures a Client.
+type ClientConfig struct {
+	// Schema holds pgsched's tables; it must match the one migrated.
+	// Defaults to "pgsched".
+	Schema string
+	// Registerer receives pgsched_tasks_scheduled_total. Defaults to none.
+	Registerer prometheus.Registerer
+}
+
+// WorkerConfig configures a Worker.
+type WorkerConfig struct {
 	// Schema holds pgsched's tables; it must match the one migrated.
 	// Defaults to "pgsched".
 	Schema string
 
-	// Handlers maps a task kind to its handler; the kind "*" catches every
-	// kind without its own. A task whose kind has no handler fails and is
-	// retried or dead per the default retry policy, never dropped.
-	Handlers map[string]Handler
-	// Retry is the policy for kinds whose Handler sets none.
-	// Defaults to retrying forever with backoff from 1s to 5m.
-	Retry RetryPolicy
+	// Handlers maps a task kind to its handler, TxHandlers to a handler
+	// that runs in the transaction recording its completion; a kind is in
+	// one of them at most. The kind "*" catches every kind without its own.
+	// A task whose kind has no handler fails and is retried or dead per
+	// Retry, never dropped.
+	Handlers   map[string]Handler
+	TxHandlers map[string]TxHandler
+	// Retry is the policy for kinds not in KindRetry. Defaults to retrying
+	// forever with backoff from 1s to 5m.
+	Retry     RetryPolicy
+	KindRetry map[string]RetryPolicy
 
 	// NodeID names this worker node. Defaults to host name and pid.
 	NodeID string

@@ -38,8 +38,8 @@ var errStoppedWhileStarting = errors.New("pgsched: stopped while starting")
 // ErrInvalidConfig, and the underlying cause (for example
 // sqlschema.ErrInvalidName for Schema), with errors.Is.
 type ConfigError struct {
-	// Field is the Config field at fault, e.g. "LeaseTTL" or
-	// `Handlers["email"]`; a program mapping its own settings onto Config
+	// Field is the WorkerConfig field at fault, e.g. "LeaseTTL" or
+	// `Handlers["email"]`; a program mapping its own settings onto WorkerConfig
 	// uses it to name the setting at fault.
 	Field string
 	// Err says what is wrong, naming the field.

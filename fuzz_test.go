@@ -117,7 +117,7 @@ func jsonDepth(doc []byte) int {
 func FuzzSchedule(f *testing.F) {
 	fuzzSeeds(f)
 	db := pgtest.NewSchema(f, pgtest.SchemaOptions{MaxConns: 4})
-	c, err := NewClient(db.Pool, Config{Schema: db.Schema})
+	c, err := NewClient(db.Pool, ClientConfig{Schema: db.Schema})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -23,22 +23,92 @@ type Job struct {
 	Partition int
 }
 
-// Handler runs tasks of one kind. Set Func, or TxFunc for a handler whose
-// database writes must commit together with the task's completion.
-type Handler struct {
-	// Func runs the task; nil error completes it.
-	Func func(ctx context.Context, job *Job) error
-	// TxFunc runs the task inside a transaction that also records its
-	// completion: the handler's writes and the completion commit together or
-	// not at all (exactly once for database effects). If the task was taken
-	// from this node meanwhile (lease lost), the transaction rolls back.
-	TxFunc func(ctx context.Context, tx pgx.Tx, job *Job) error
-	// Retry overrides Config.Retry for this kind when set.
-	Retry *RetryPolicy
+// Handler runs tasks of one kind. Work returning nil completes the task;
+// an error retries it per the kind's RetryPolicy, unless it is Permanent
+// (dead at once) or RetryAfter (retried after the delay it names). Work
+// must return when ctx is done: the node is stopping, or has lost the
+// lease under which it claimed the task (see CheckFence).
+type Handler interface {
+	Work(ctx context.Context, job *Job) error
 }
 
-// HandlerFunc adapts a plain function to a Handler.
-func HandlerFunc(f func(ctx context.Context, job *Job) error) Handler { return Handler{Func: f} }
+// HandlerFunc adapts a function to a Handler.
+type HandlerFunc func(ctx context.Context, job *Job) error
+
+// Work calls f.
+func (f HandlerFunc) Work(ctx context.Context, job *Job) error { return f(ctx, job) }
+
+// TxHandler runs tasks of one kind inside a transaction that also records
+// their completion: the handler's writes and the completion commit
+// together or not at all (exactly once for database effects). If the task
+// was taken from this node meanwhile (lease lost), the transaction rolls
+// back. An error rolls it back too and is treated as Handler's.
+type TxHandler interface {
+	WorkTx(ctx context.Context, tx pgx.Tx, job *Job) error
+}
+
+// TxHandlerFunc adapts a function to a TxHandler.
+type TxHandlerFunc func(ctx context.Context, tx pgx.Tx, job *Job) error
+
+// WorkTx calls f.
+func (f TxHandlerFunc) WorkTx(ctx context.Context, tx pgx.Tx, job *Job) error { return f(ctx, tx, job) }
+
+// Args is a task's payload as a Go type: it is stored as its JSON encoding
+// and names the kind whose handler decodes it. Kind must not depend on the
+// value's fields (the zero value's Kind is the kind).
+type Args interface {
+	Kind() string
+}
+
+// NewTask returns a task of args' kind whose payload is args as JSON.
+func NewTask(orderingID string, scheduledAt time.Time, args Args) (Task, error) {
+	if args == nil {
+		return Task{}, fmt.Errorf("%w: NewTask needs args", ErrInvalidTask)
+	}
+	payload, err := json.Marshal(args)
+	if err != nil {
+		return Task{}, fmt.Errorf("%w: payload: encoding %T: %v", ErrInvalidTask, args, err)
+	}
+	return Task{OrderingID: orderingID, ScheduledAt: scheduledAt, Kind: args.Kind(), Payload: payload}, nil
+}
+
+// KindOf returns the kind of the Args type T, for a handler map's key.
+func KindOf[T Args]() string {
+	var zero T
+	return zero.Kind()
+}
+
+// WorkArgs adapts a function taking decoded args to a Handler. A payload
+// that does not decode into T fails the task permanently: no retry could
+// change it.
+func WorkArgs[T Args](f func(ctx context.Context, job *Job, args T) error) Handler {
+	return HandlerFunc(func(ctx context.Context, job *Job) error {
+		args, err := decodeArgs[T](job)
+		if err != nil {
+			return err
+		}
+		return f(ctx, job, args)
+	})
+}
+
+// WorkArgsTx is WorkArgs for a TxHandler.
+func WorkArgsTx[T Args](f func(ctx context.Context, tx pgx.Tx, job *Job, args T) error) TxHandler {
+	return TxHandlerFunc(func(ctx context.Context, tx pgx.Tx, job *Job) error {
+		args, err := decodeArgs[T](job)
+		if err != nil {
+			return err
+		}
+		return f(ctx, tx, job, args)
+	})
+}
+
+func decodeArgs[T Args](job *Job) (T, error) {
+	var args T
+	if err := json.Unmarshal(job.Payload, &args); err != nil {
+		return args, Permanent(fmt.Errorf("pgsched: payload of kind %q does not decode into %T: %w", job.Kind, args, err))
+	}
+	return args, nil
+}
 
 type permanentError struct{ err error }
 

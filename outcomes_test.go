@@ -59,17 +59,17 @@ func TestUnstorableErrorTextIsCleaned(t *testing.T) {
 	exec, err := webhook.New(webhook.Config{Routes: routes, BeforeSend: pgsched.CheckFence})
 	require.NoError(t, err)
 
-	slow := &pgsched.RetryPolicy{MinBackoff: time.Hour}
+	slow := pgsched.RetryPolicy{MinBackoff: time.Hour}
 	cfg := fastConfig(b.db.Schema)
 	cfg.FinishDelay = 20 * time.Millisecond // outcomes gather into shared batches
 	cfg.Handlers = map[string]pgsched.Handler{
-		"ok": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil }),
-		"bad": {Func: func(context.Context, *pgsched.Job) error { return errors.New("bad \xff oops\x00boom") },
-			Retry: slow},
-		"hook": {Func: func(ctx context.Context, job *pgsched.Job) error {
+		"ok":  pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil }),
+		"bad": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return errors.New("bad \xff oops\x00boom") }),
+		"hook": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
 			return exec.Deliver(ctx, webhook.Task{OrderingID: job.OrderingID, ScheduledAt: job.ScheduledAt, Kind: job.Kind, Payload: job.Payload, Attempt: job.Attempt})
-		}, Retry: slow},
+		}),
 	}
+	cfg.KindRetry = map[string]pgsched.RetryPolicy{"bad": slow, "hook": slow}
 	var ids []string
 	for i := range 40 {
 		ids = append(ids, fmt.Sprintf("ok-%02d", i))
@@ -113,10 +113,10 @@ func TestRefusedOutcomeIsSetAside(t *testing.T) {
 	cfg.FinishDelay = 20 * time.Millisecond
 	cfg.Handlers = map[string]pgsched.Handler{
 		"ok": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil }),
-		"poison": {Func: func(context.Context, *pgsched.Job) error { return errors.New("poison") },
-			Retry: &pgsched.RetryPolicy{MinBackoff: time.Hour}},
-		"stuck": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return pgsched.Permanent(errors.New("give up")) }),
+		"poison": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return errors.New("poison") }),
+		"stuck":  pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return pgsched.Permanent(errors.New("give up")) }),
 	}
+	cfg.KindRetry = map[string]pgsched.RetryPolicy{"poison": {MinBackoff: time.Hour}}
 	var ids []string
 	for i := range 40 {
 		ids = append(ids, fmt.Sprintf("ok-%02d", i))

@@ -132,9 +132,11 @@ func childWorker() error {
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	txRun := func(ctx context.Context, tx pgx.Tx, job *pgsched.Job) error { return run(ctx, tx, job) }
 	cfg.Handlers = map[string]pgsched.Handler{
-		"*":                   pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error { return run(ctx, pool, job) }),
-		"tx":                  {TxFunc: txRun},
-		"block-before-commit": {TxFunc: txRun},
+		"*": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error { return run(ctx, pool, job) }),
+	}
+	cfg.TxHandlers = map[string]pgsched.TxHandler{
+		"tx":                  pgsched.TxHandlerFunc(txRun),
+		"block-before-commit": pgsched.TxHandlerFunc(txRun),
 	}
 	w, err := pgsched.NewWorker(pool, cfg)
 	if err != nil {

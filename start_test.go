@@ -77,7 +77,7 @@ func TestStartHealsOnceSchemaIsMigrated(t *testing.T) {
 	require.True(t, w.Ready())
 	require.ErrorIs(t, w.Start(ctx), pgsched.ErrAlreadyStarted)
 
-	client, err := pgsched.NewClient(pgtest.AdminPool(t), pgsched.Config{Schema: schema})
+	client, err := pgsched.NewClient(pgtest.AdminPool(t), pgsched.ClientConfig{Schema: schema})
 	require.NoError(t, err)
 	_, err = client.Schedule(ctx, pgsched.Task{OrderingID: "healed", ScheduledAt: time.Now()})
 	require.NoError(t, err)
@@ -112,20 +112,20 @@ func TestNewWorkerConfigErrors(t *testing.T) {
 	pool := nowherePool(t)
 	for _, tc := range []struct {
 		field, msg string
-		change     func(*pgsched.Config)
+		change     func(*pgsched.WorkerConfig)
 	}{
-		{"LeaseTTL", "LeaseTTL 1ms is too short (minimum 100ms)", func(c *pgsched.Config) { c.LeaseTTL = time.Millisecond }},
-		{"LeaseTTL", "LeaseTTL -1s is too short", func(c *pgsched.Config) { c.LeaseTTL = -time.Second }},
-		{"Schema", `invalid schema name "Bad-Schema"`, func(c *pgsched.Config) { c.Schema = "Bad-Schema" }},
-		{"Concurrency", "Concurrency must be positive", func(c *pgsched.Config) { c.Concurrency = -1 }},
-		{"DrainTimeout", "DrainTimeout must not be negative", func(c *pgsched.Config) { c.DrainTimeout = -time.Second }},
-		{"PollInterval", "PollInterval must not be negative", func(c *pgsched.Config) { c.PollInterval = -time.Second }},
-		{"FlexDown", "FlexDown must not be negative", func(c *pgsched.Config) { c.FlexDown = -time.Second }},
-		{"ClusterInterval", "ClusterInterval 1s must be shorter than LeaseTTL 1s", func(c *pgsched.Config) { c.ClusterInterval = time.Second }},
-		{"ClaimAhead", "ClaimAhead must be at most 1s", func(c *pgsched.Config) { c.ClaimAhead = 2 * time.Second }},
-		{"Retry", "Retry.MaxAttempts must not be negative", func(c *pgsched.Config) { c.Retry.MaxAttempts = -1 }},
-		{`Handlers["x"]`, `Handlers["x"] must set exactly one of Func and TxFunc`, func(c *pgsched.Config) {
-			c.Handlers = map[string]pgsched.Handler{"x": {}}
+		{"LeaseTTL", "LeaseTTL 1ms is too short (minimum 100ms)", func(c *pgsched.WorkerConfig) { c.LeaseTTL = time.Millisecond }},
+		{"LeaseTTL", "LeaseTTL -1s is too short", func(c *pgsched.WorkerConfig) { c.LeaseTTL = -time.Second }},
+		{"Schema", `invalid schema name "Bad-Schema"`, func(c *pgsched.WorkerConfig) { c.Schema = "Bad-Schema" }},
+		{"Concurrency", "Concurrency must be positive", func(c *pgsched.WorkerConfig) { c.Concurrency = -1 }},
+		{"DrainTimeout", "DrainTimeout must not be negative", func(c *pgsched.WorkerConfig) { c.DrainTimeout = -time.Second }},
+		{"PollInterval", "PollInterval must not be negative", func(c *pgsched.WorkerConfig) { c.PollInterval = -time.Second }},
+		{"FlexDown", "FlexDown must not be negative", func(c *pgsched.WorkerConfig) { c.FlexDown = -time.Second }},
+		{"ClusterInterval", "ClusterInterval 1s must be shorter than LeaseTTL 1s", func(c *pgsched.WorkerConfig) { c.ClusterInterval = time.Second }},
+		{"ClaimAhead", "ClaimAhead must be at most 1s", func(c *pgsched.WorkerConfig) { c.ClaimAhead = 2 * time.Second }},
+		{"Retry", "Retry.MaxAttempts must not be negative", func(c *pgsched.WorkerConfig) { c.Retry.MaxAttempts = -1 }},
+		{`Handlers["x"]`, `Handlers["x"] is nil`, func(c *pgsched.WorkerConfig) {
+			c.Handlers = map[string]pgsched.Handler{"x": nil}
 		}},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
@@ -139,8 +139,8 @@ func TestNewWorkerConfigErrors(t *testing.T) {
 			require.Equal(t, tc.field, ce.Field)
 		})
 	}
-	_, err := pgsched.NewWorker(pool, pgsched.Config{Schema: "Bad-Schema"})
+	_, err := pgsched.NewWorker(pool, pgsched.WorkerConfig{Schema: "Bad-Schema"})
 	require.ErrorIs(t, err, sqlschema.ErrInvalidName, "the cause stays visible")
-	_, err = pgsched.NewWorker(nil, pgsched.Config{})
+	_, err = pgsched.NewWorker(nil, pgsched.WorkerConfig{})
 	require.ErrorIs(t, err, pgsched.ErrInvalidConfig)
 }

@@ -26,7 +26,8 @@ var ErrNoHandler = errors.New("pgsched: no handler for kind")
 type Worker struct {
 	pool    *pgxpool.Pool // the caller's: transactional handlers run here
 	ctl     *pgxpool.Pool // the worker's own control connections
-	cfg     Config
+	cfg     WorkerConfig
+	kinds   map[string]kindHandler
 	store   *store.Store
 	metrics *metrics.Metrics
 	logger  *slog.Logger

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"reflect"
 	"runtime"
 	"time"
 
@@ -20,7 +21,7 @@ const minLeaseTTL = 100 * time.Millisecond
 // NewWorker validates cfg and returns a Worker; Start runs it. Every
 // problem that needs no database shows here, as a *ConfigError matching
 // ErrInvalidConfig.
-func NewWorker(pool *pgxpool.Pool, cfg Config) (*Worker, error) {
+func NewWorker(pool *pgxpool.Pool, cfg WorkerConfig) (*Worker, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: NewWorker needs a pool", ErrInvalidConfig)
 	}
@@ -29,6 +30,10 @@ func NewWorker(pool *pgxpool.Pool, cfg Config) (*Worker, error) {
 		return nil, &ConfigError{Field: "Schema", Err: fmt.Errorf("Schema: %w", err)}
 	}
 	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
+	kinds, err := kindHandlers(cfg)
+	if err != nil {
 		return nil, err
 	}
 	cfg = withDefaults(cfg)
@@ -42,11 +47,11 @@ func NewWorker(pool *pgxpool.Pool, cfg Config) (*Worker, error) {
 		return nil, &ConfigError{Field: "Registerer", Err: fmt.Errorf("Registerer: registering metrics: %w", err)}
 	}
 	m.BuildInfo.WithLabelValues(Version(), runtime.Version()).Set(1)
-	return &Worker{pool: pool, cfg: cfg, store: st, metrics: m, logger: cfg.Logger.With("node_id", cfg.NodeID)}, nil
+	return &Worker{pool: pool, cfg: cfg, kinds: kinds, store: st, metrics: m, logger: cfg.Logger.With("node_id", cfg.NodeID)}, nil
 }
 
 // checkConfig refuses values no default can make sense of.
-func checkConfig(cfg Config) error {
+func checkConfig(cfg WorkerConfig) error {
 	if cfg.LeaseTTL != 0 && cfg.LeaseTTL < minLeaseTTL {
 		return configErr("LeaseTTL", "LeaseTTL %s is too short (minimum %s)", cfg.LeaseTTL, minLeaseTTL)
 	}
@@ -74,18 +79,61 @@ func checkConfig(cfg Config) error {
 	if err := checkRetry("Retry", cfg.Retry); err != nil {
 		return err
 	}
-	for kind, h := range cfg.Handlers {
-		field := fmt.Sprintf("Handlers[%q]", kind)
-		if (h.Func == nil) == (h.TxFunc == nil) {
-			return configErr(field, "%s must set exactly one of Func and TxFunc", field)
-		}
-		if h.Retry != nil {
-			if err := checkRetry(field+".Retry", *h.Retry); err != nil {
-				return err
-			}
+	for kind, p := range cfg.KindRetry {
+		if err := checkRetry(fmt.Sprintf("KindRetry[%q]", kind), p); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// kindHandler is what runs a kind: one of work and tx, and its policy.
+type kindHandler struct {
+	work  Handler
+	tx    TxHandler
+	retry RetryPolicy
+}
+
+// kindHandlers resolves cfg's handler maps into one table by kind.
+func kindHandlers(cfg WorkerConfig) (map[string]kindHandler, error) {
+	kinds := make(map[string]kindHandler, len(cfg.Handlers)+len(cfg.TxHandlers))
+	for kind, h := range cfg.Handlers {
+		if isNil(h) {
+			return nil, configErr(fmt.Sprintf("Handlers[%q]", kind), "Handlers[%q] is nil", kind)
+		}
+		kinds[kind] = kindHandler{work: h}
+	}
+	for kind, h := range cfg.TxHandlers {
+		field := fmt.Sprintf("TxHandlers[%q]", kind)
+		if isNil(h) {
+			return nil, configErr(field, "%s is nil", field)
+		}
+		if _, dup := kinds[kind]; dup {
+			return nil, configErr(field, "kind %q is in both Handlers and TxHandlers", kind)
+		}
+		kinds[kind] = kindHandler{tx: h}
+	}
+	for kind, k := range kinds {
+		k.retry = cfg.Retry
+		if p, ok := cfg.KindRetry[kind]; ok {
+			k.retry = p
+		}
+		kinds[kind] = k
+	}
+	return kinds, nil
+}
+
+// isNil reports whether v is nil or a nil func, pointer or map inside an
+// interface (a HandlerFunc(nil) would panic on its first task).
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Func, reflect.Pointer, reflect.Map, reflect.Interface, reflect.Slice, reflect.Chan:
+		return r.IsNil()
+	}
+	return false
 }
 
 func checkRetry(field string, p RetryPolicy) error {
@@ -101,7 +149,7 @@ func checkRetry(field string, p RetryPolicy) error {
 }
 
 // withDefaults fills in every zero field of a checked cfg.
-func withDefaults(cfg Config) Config {
+func withDefaults(cfg WorkerConfig) WorkerConfig {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -34,11 +34,11 @@ func (w *Worker) onFinished(job *dispatch.Job, res dispatch.Result, ran time.Dur
 	}
 }
 
-func (w *Worker) handlerFor(kind string) (Handler, bool) {
-	if h, ok := w.cfg.Handlers[kind]; ok {
+func (w *Worker) handlerFor(kind string) (kindHandler, bool) {
+	if h, ok := w.kinds[kind]; ok {
 		return h, true
 	}
-	h, ok := w.cfg.Handlers["*"]
+	h, ok := w.kinds["*"]
 	return h, ok
 }
 
@@ -53,15 +53,15 @@ func (w *Worker) exec(ctx context.Context, dj *dispatch.Job) dispatch.Result {
 	}
 	h, ok := w.handlerFor(job.Kind)
 	policy := w.cfg.Retry
-	if ok && h.Retry != nil {
-		policy = *h.Retry
+	if ok {
+		policy = h.retry
 	}
 	var err error
 	switch {
 	case !ok:
 		err = fmt.Errorf("%w %q", ErrNoHandler, job.Kind)
-	case h.TxFunc != nil:
-		recorded, txErr := w.execTx(ctx, dj, job, h)
+	case h.tx != nil:
+		recorded, txErr := w.execTx(ctx, dj, job, h.tx)
 		if txErr == nil && recorded {
 			return dispatch.Result{Outcome: store.OutcomeCompleted, Recorded: true}
 		}
@@ -71,7 +71,7 @@ func (w *Worker) exec(ctx context.Context, dj *dispatch.Job) dispatch.Result {
 			return dispatch.Result{Outcome: store.OutcomeRelease}
 		}
 	default:
-		err = h.Func(ctx, job)
+		err = h.work.Work(ctx, job)
 	}
 	if err == nil {
 		return dispatch.Result{Outcome: store.OutcomeCompleted}
@@ -99,13 +99,13 @@ func (w *Worker) failure(job *Job, policy RetryPolicy, err error) dispatch.Resul
 // execTx runs a transactional handler and records completion in its
 // transaction. recorded is false when the task was no longer held by this
 // node's term, in which case nothing was committed.
-func (w *Worker) execTx(ctx context.Context, dj *dispatch.Job, job *Job, h Handler) (recorded bool, err error) {
+func (w *Worker) execTx(ctx context.Context, dj *dispatch.Job, job *Job, h TxHandler) (recorded bool, err error) {
 	tx, err := w.pool.Begin(ctx)
 	if err != nil {
 		return false, fmt.Errorf("beginning handler transaction: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := h.TxFunc(ctx, tx, job); err != nil {
+	if err := h.WorkTx(ctx, tx, job); err != nil {
 		return false, err
 	}
 	res, err := w.store.Finish(ctx, tx, w.cfg.NodeID, dj.Epoch, []store.Outcome{{

@@ -18,8 +18,8 @@ import (
 )
 
 // fastConfig has the short intervals tests use; never sleeps, only waits.
-func fastConfig(schema string) pgsched.Config {
-	return pgsched.Config{
+func fastConfig(schema string) pgsched.WorkerConfig {
+	return pgsched.WorkerConfig{
 		Schema:              schema,
 		LeaseTTL:            time.Second,
 		PollInterval:        200 * time.Millisecond,
@@ -30,7 +30,7 @@ func fastConfig(schema string) pgsched.Config {
 	}
 }
 
-func startWorker(t *testing.T, db *pgtest.DB, cfg pgsched.Config) *pgsched.Worker {
+func startWorker(t *testing.T, db *pgtest.DB, cfg pgsched.WorkerConfig) *pgsched.Worker {
 	t.Helper()
 	w, err := pgsched.NewWorker(db.Pool, cfg)
 	require.NoError(t, err)
@@ -124,10 +124,10 @@ func TestRetrySemantics(t *testing.T) {
 			count(job.OrderingID).Add(1)
 			return pgsched.Permanent(errors.New("bad request"))
 		}),
-		"limited": {Func: func(ctx context.Context, job *pgsched.Job) error {
+		"limited": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
 			count(job.OrderingID).Add(1)
 			return errors.New("always")
-		}, Retry: &pgsched.RetryPolicy{MaxAttempts: 3, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}},
+		}),
 		"after": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
 			mu.Lock()
 			v, _ := lastRun.Load(job.OrderingID)
@@ -144,6 +144,7 @@ func TestRetrySemantics(t *testing.T) {
 			return nil
 		}),
 	}
+	cfg.KindRetry = map[string]pgsched.RetryPolicy{"limited": {MaxAttempts: 3, MinBackoff: time.Millisecond, MaxBackoff: time.Millisecond}}
 	startWorker(t, b.db, cfg)
 	now := time.Now()
 	_, err := b.client.ScheduleMany(context.Background(), []pgsched.Task{
@@ -205,7 +206,7 @@ func TestTransactionalHandler(t *testing.T) {
 	var failOnce atomic.Bool
 	failOnce.Store(true)
 	cfg := fastConfig(b.db.Schema)
-	cfg.Handlers = map[string]pgsched.Handler{"*": {TxFunc: func(ctx context.Context, tx pgx.Tx, job *pgsched.Job) error {
+	cfg.TxHandlers = map[string]pgsched.TxHandler{"*": pgsched.TxHandlerFunc(func(ctx context.Context, tx pgx.Tx, job *pgsched.Job) error {
 		if _, err := tx.Exec(ctx, "INSERT INTO "+b.db.Schema+".effects VALUES ($1)", job.OrderingID); err != nil {
 			return err
 		}
@@ -213,7 +214,7 @@ func TestTransactionalHandler(t *testing.T) {
 			return errors.New("fail after writing: must roll back")
 		}
 		return nil
-	}}}
+	})}
 	startWorker(t, b.db, cfg)
 	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "tx", ScheduledAt: time.Now()})
 	require.NoError(t, err)
@@ -244,7 +245,9 @@ func TestChainsFlowWithoutPolling(t *testing.T) {
 	cfg.Registerer = reg
 	cfg.Handlers = map[string]pgsched.Handler{
 		"plain": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error { record(job); return nil }),
-		"tx":    {TxFunc: func(ctx context.Context, tx pgx.Tx, job *pgsched.Job) error { record(job); return nil }},
+	}
+	cfg.TxHandlers = map[string]pgsched.TxHandler{
+		"tx": pgsched.TxHandlerFunc(func(ctx context.Context, tx pgx.Tx, job *pgsched.Job) error { record(job); return nil }),
 	}
 	startWorker(t, b.db, cfg)
 
@@ -338,12 +341,21 @@ func TestStopIsSafe(t *testing.T) {
 func TestNewWorkerRejectsBadConfig(t *testing.T) {
 	t.Parallel()
 	b := setupClient(t)
-	_, err := pgsched.NewWorker(b.db.Pool, pgsched.Config{Schema: "Bad Schema"})
+	_, err := pgsched.NewWorker(b.db.Pool, pgsched.WorkerConfig{Schema: "Bad Schema"})
 	require.ErrorContains(t, err, "invalid schema name")
-	_, err = pgsched.NewWorker(b.db.Pool, pgsched.Config{Concurrency: -1})
+	_, err = pgsched.NewWorker(b.db.Pool, pgsched.WorkerConfig{Concurrency: -1})
 	require.ErrorContains(t, err, "Concurrency")
-	_, err = pgsched.NewWorker(b.db.Pool, pgsched.Config{Handlers: map[string]pgsched.Handler{"x": {}}})
-	require.ErrorContains(t, err, "exactly one")
+	_, err = pgsched.NewWorker(b.db.Pool, pgsched.WorkerConfig{Handlers: map[string]pgsched.Handler{"x": nil}})
+	require.ErrorContains(t, err, `Handlers["x"] is nil`)
+	_, err = pgsched.NewWorker(b.db.Pool, pgsched.WorkerConfig{Handlers: map[string]pgsched.Handler{"x": pgsched.HandlerFunc(nil)}})
+	require.ErrorContains(t, err, `Handlers["x"] is nil`)
+	noop := pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil })
+	noopTx := pgsched.TxHandlerFunc(func(context.Context, pgx.Tx, *pgsched.Job) error { return nil })
+	_, err = pgsched.NewWorker(b.db.Pool, pgsched.WorkerConfig{
+		Handlers: map[string]pgsched.Handler{"x": noop}, TxHandlers: map[string]pgsched.TxHandler{"x": noopTx}})
+	require.ErrorContains(t, err, `kind "x" is in both Handlers and TxHandlers`)
+	_, err = pgsched.NewWorker(b.db.Pool, pgsched.WorkerConfig{KindRetry: map[string]pgsched.RetryPolicy{"x": {MaxAttempts: -1}}})
+	require.ErrorContains(t, err, `KindRetry["x"].MaxAttempts must not be negative`)
 }
 
 // TestIsolation: one ordering_id whose handler always fails and one whose

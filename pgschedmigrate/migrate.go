@@ -94,6 +94,10 @@ func (m *Migrator) Down(ctx context.Context) error { return m.m.Down(ctx) }
 // gone. The schema itself stays (it keeps goose's version table).
 func (m *Migrator) Reset(ctx context.Context) error { return m.m.Reset(ctx) }
 
+// Drop drops the schema with everything in it, migration history
+// included: meant for throwaway schemas in tests (see pgschedtest).
+func (m *Migrator) Drop(ctx context.Context) error { return m.m.Drop(ctx) }
+
 // Status lists every migration and whether it is applied.
 func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
 	st, err := m.m.Status(ctx)

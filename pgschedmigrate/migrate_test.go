@@ -32,7 +32,7 @@ func TestMigrateFromGo(t *testing.T) {
 
 	cfg := pgschedmigrate.Config{Schema: schema, Partitions: 8}
 	require.NoError(t, pgschedmigrate.Up(ctx, pool, cfg))
-	client, err := pgsched.NewClient(pool, pgsched.Config{Schema: schema})
+	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: schema})
 	require.NoError(t, err)
 	res, err := client.Schedule(ctx, pgsched.Task{OrderingID: "o", ScheduledAt: time.Now().Add(time.Hour)})
 	require.NoError(t, err)

@@ -273,7 +273,7 @@ func (b *bench) fresh(ctx context.Context) (*pgxpool.Pool, *pgsched.Client, stri
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	c, err := pgsched.NewClient(pool, pgsched.Config{Schema: schema})
+	c, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: schema})
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
@@ -286,7 +286,7 @@ func (b *bench) fresh(ctx context.Context) (*pgxpool.Pool, *pgsched.Client, stri
 
 // worker starts a pgsched worker on schema whose handler for every kind is h.
 func (b *bench) worker(ctx context.Context, pool *pgxpool.Pool, schema string, h func(*pgsched.Job)) (*pgsched.Worker, error) {
-	w, err := pgsched.NewWorker(pool, pgsched.Config{
+	w, err := pgsched.NewWorker(pool, pgsched.WorkerConfig{
 		Schema: schema, Concurrency: b.conc, Prefetch: b.prefetch, Logger: slog.New(slog.DiscardHandler),
 		Handlers: map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(_ context.Context, j *pgsched.Job) error {
 			h(j)

@@ -15,7 +15,7 @@ import (
 // dueGrid is the grid every task's due time lies on, counted from the
 // window's start. Tasks fall due in bursts, one per tick, so a freeze timed
 // just before a tick (see plan) catches every node holding tasks it has
-// claimed ahead (pgsched.Config.ClaimAhead) but not started: the moment a
+// claimed ahead (pgsched.WorkerConfig.ClaimAhead) but not started: the moment a
 // node thawed past its lease must not run them.
 const dueGrid = 100 * time.Millisecond
 
@@ -58,7 +58,7 @@ func spreadTasks(rng *rand.Rand, n, ids int, t0 time.Time, window time.Duration)
 // ordering_id's tasks in one batch (so the client's new-keys insert
 // applies).
 func enqueue(ctx context.Context, pool *pgxpool.Pool, schema string, all []pgsched.Task, batch int) error {
-	client, err := pgsched.NewClient(pool, pgsched.Config{Schema: schema})
+	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: schema})
 	if err != nil {
 		return err
 	}

@@ -305,8 +305,8 @@ func openPool(ctx context.Context, o options) (*pgxpool.Pool, error) {
 	return pgxpool.NewWithConfig(ctx, cfg)
 }
 
-func workerConfig(o options, exec *webhook.Executor, logger *slog.Logger, reg prometheus.Registerer) pgsched.Config {
-	return pgsched.Config{
+func workerConfig(o options, exec *webhook.Executor, logger *slog.Logger, reg prometheus.Registerer) pgsched.WorkerConfig {
+	return pgsched.WorkerConfig{
 		Schema:       o.schema,
 		NodeID:       o.nodeID,
 		Concurrency:  o.concurrency,

@@ -109,7 +109,7 @@ func TestWebhookEndToEnd(t *testing.T) {
 	}
 	out := startRun(t, env)
 
-	client, err := pgsched.NewClient(db.Pool, pgsched.Config{Schema: db.Schema})
+	client, err := pgsched.NewClient(db.Pool, pgsched.ClientConfig{Schema: db.Schema})
 	require.NoError(t, err)
 	now := time.Now()
 	_, err = client.ScheduleMany(context.Background(), []pgsched.Task{
@@ -283,7 +283,7 @@ func TestStartsOnceDatabaseComesUp(t *testing.T) {
 	pool, err := pgxpool.New(ctx, dbURL)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	client, err := pgsched.NewClient(pool, pgsched.Config{})
+	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{})
 	require.NoError(t, err)
 	_, err = client.Schedule(ctx, pgsched.Task{OrderingID: "late", ScheduledAt: time.Now(), Kind: "after-outage"})
 	require.NoError(t, err)

@@ -8,6 +8,8 @@ package dbgen
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const completionEnsurePartitions = `-- name: CompletionEnsurePartitions :one
@@ -326,6 +328,88 @@ func (q *Queries) TaskHeldBy(ctx context.Context, db DBTX, arg TaskHeldByParams)
 			&i.OrderingID,
 			&i.ID,
 			&i.ClaimedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskList = `-- name: TaskList :many
+SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+FROM pgsched.tasks t
+WHERE ($1::text IS NULL OR t.kind = $1::text)
+  AND ($2::text IS NULL OR t.ordering_id = $2::text)
+  AND ($3::text IS NULL OR t.state = $3::text)
+  AND ($4::timestamptz IS NULL OR t.run_at <= $4::timestamptz)
+  AND (t.ordering_id, t.scheduled_at, t.uniqueness_key)
+      > ($5::text, $6::timestamptz, $7::text)
+ORDER BY t.ordering_id, t.scheduled_at, t.uniqueness_key
+LIMIT $8::integer
+`
+
+type TaskListParams struct {
+	Kind               pgtype.Text
+	OrderingID         pgtype.Text
+	State              pgtype.Text
+	DueBy              *time.Time
+	AfterOrderingID    string
+	AfterScheduledAt   time.Time
+	AfterUniquenessKey string
+	MaxRows            int32
+}
+
+type TaskListRow struct {
+	ID            int64
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Kind          string
+	Payload       []byte
+	State         string
+	RunAt         time.Time
+	Attempt       int32
+	LastError     string
+	NodeID        string
+}
+
+// TaskList lists pending and running tasks (the tasks view) that match
+// every filter given, in key order from a key onwards (keyset paging).
+func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]TaskListRow, error) {
+	rows, err := db.Query(ctx, taskList,
+		arg.Kind,
+		arg.OrderingID,
+		arg.State,
+		arg.DueBy,
+		arg.AfterOrderingID,
+		arg.AfterScheduledAt,
+		arg.AfterUniquenessKey,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TaskListRow{}
+	for rows.Next() {
+		var i TaskListRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrderingID,
+			&i.ScheduledAt,
+			&i.UniquenessKey,
+			&i.Kind,
+			&i.Payload,
+			&i.State,
+			&i.RunAt,
+			&i.Attempt,
+			&i.LastError,
+			&i.NodeID,
 		); err != nil {
 			return nil, err
 		}

@@ -80,7 +80,7 @@ type Hooks struct {
 }
 
 // Config configures a Dispatcher. Every setting but ReconcileDelay must be
-// given: the defaults are the worker's (pgsched.Config), set in one place.
+// given: the defaults are the worker's (pgsched.WorkerConfig), set in one place.
 type Config struct {
 	Store *store.Store
 	DB    store.DBTX
@@ -168,7 +168,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Store == nil || cfg.DB == nil || cfg.Node == nil || cfg.Exec == nil || cfg.Partitions == nil {
 		return nil, errors.New("dispatch: Store, DB, Node, Partitions and Exec are required")
 	}
-	// The worker fills in the defaults (pgsched.Config); here every
+	// The worker fills in the defaults (pgsched.WorkerConfig); here every
 	// setting must be given.
 	switch {
 	case cfg.Concurrency <= 0:

@@ -30,7 +30,7 @@ func TestQueuedGivenBackWhenTermEnds(t *testing.T) {
 	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
 	st, err := store.New(db.Schema)
 	require.NoError(t, err)
-	client, err := pgsched.NewClient(db.Pool, pgsched.Config{Schema: db.Schema})
+	client, err := pgsched.NewClient(db.Pool, pgsched.ClientConfig{Schema: db.Schema})
 	require.NoError(t, err)
 
 	node, err := lease.NewNode(lease.NodeConfig{ID: "n1", Store: st, DB: db.Pool, TTL: 600 * time.Millisecond})

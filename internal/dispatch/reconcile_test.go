@@ -90,7 +90,7 @@ func start(t *testing.T) *fixture {
 	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
 	st, err := store.New(db.Schema)
 	require.NoError(t, err)
-	c, err := pgsched.NewClient(db.Pool, pgsched.Config{Schema: db.Schema})
+	c, err := pgsched.NewClient(db.Pool, pgsched.ClientConfig{Schema: db.Schema})
 	require.NoError(t, err)
 	f := &fixture{db: db, client: c, db2: &lossy{DBTX: db.Pool, lose: map[string]int{}},
 		order: make(chan string, 100), block: make(chan struct{}), finished: make(chan struct{})}

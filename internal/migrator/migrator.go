@@ -149,6 +149,10 @@ func (m *Migrator) Close() error { return m.db.Close() }
 // db/functions and db/views when they changed (see objects.go), and
 // creates the completion partitions for today and the days ahead.
 func (m *Migrator) Up(ctx context.Context) error {
+	// Again here, not only at Open: the schema may have been dropped since.
+	if err := createSchema(ctx, m.db, m.opts.Schema); err != nil {
+		return err
+	}
 	res, err := m.provider.Up(ctx)
 	m.log(res...)
 	if err != nil {
@@ -189,6 +193,16 @@ func (m *Migrator) Reset(ctx context.Context) error {
 	m.log(res...)
 	if err != nil {
 		return fmt.Errorf("resetting %s: %w", m.opts.Schema, err)
+	}
+	return nil
+}
+
+// Drop drops the schema with everything in it: tables, functions, views
+// and the migration history. For throwaway schemas (tests); every task is
+// gone.
+func (m *Migrator) Drop(ctx context.Context) error {
+	if _, err := m.db.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{m.opts.Schema}.Sanitize()+" CASCADE"); err != nil {
+		return fmt.Errorf("dropping schema %s: %w", m.opts.Schema, err)
 	}
 	return nil
 }

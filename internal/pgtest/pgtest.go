@@ -133,8 +133,17 @@ func shutdown() error {
 // explanation.
 func ServerURL(tb testing.TB) string {
 	tb.Helper()
+	u, err := URL()
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	return u
+}
+
+// URL is ServerURL for code that has no testing.TB: Example functions.
+func URL() (string, error) {
 	if !mainCalled.Load() {
-		tb.Fatalf("pgtest: this test package has no `func TestMain(m *testing.M) { pgtest.Main(m) }`; " +
+		return "", errors.New("pgtest: this test package has no `func TestMain(m *testing.M) { pgtest.Main(m) }`; " +
 			"add it so the PostgreSQL server pgtest may start is stopped after the tests")
 	}
 	serverOnce.Do(func() {
@@ -144,9 +153,9 @@ func ServerURL(tb testing.TB) string {
 		}
 	})
 	if srvErr != nil {
-		tb.Fatalf("%v", srvErr)
+		return "", srvErr
 	}
-	return srv.url
+	return srv.url, nil
 }
 
 // AdminPool returns a pool (at most 20 connections) to ServerURL's server,

@@ -1,0 +1,68 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/pgsched/pgsched/internal/dbgen"
+)
+
+// TaskFilter selects pending and running tasks; every field set must match.
+type TaskFilter struct {
+	Kind       string
+	OrderingID string
+	State      string // "pending" or "running"
+	DueBy      time.Time
+	After      Key // keyset paging: keys strictly after this one
+	Limit      int
+}
+
+// Key is a task's key.
+type Key struct {
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+}
+
+// Listed is a task as the tasks view shows it.
+type Listed struct {
+	ID            int64
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Kind          string
+	Payload       []byte
+	State         string
+	RunAt         time.Time
+	Attempt       int
+	LastError     string
+	NodeID        string
+}
+
+// ListTasks returns the tasks f selects in key order.
+func (s *Store) ListTasks(ctx context.Context, db DBTX, f TaskFilter) ([]Listed, error) {
+	text := func(v string) pgtype.Text { return pgtype.Text{String: v, Valid: v != ""} }
+	p := dbgen.TaskListParams{
+		Kind: text(f.Kind), OrderingID: text(f.OrderingID), State: text(f.State),
+		AfterOrderingID: f.After.OrderingID, AfterScheduledAt: f.After.ScheduledAt, AfterUniquenessKey: f.After.UniquenessKey,
+		MaxRows: int32(f.Limit),
+	}
+	if !f.DueBy.IsZero() {
+		p.DueBy = &f.DueBy
+	}
+	rows, err := s.q.TaskList(ctx, s.db(db), p)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]Listed, len(rows))
+	for i, r := range rows {
+		out[i] = Listed{
+			ID: r.ID, OrderingID: r.OrderingID, ScheduledAt: r.ScheduledAt, UniquenessKey: r.UniquenessKey,
+			Kind: r.Kind, Payload: r.Payload, State: r.State, RunAt: r.RunAt, Attempt: int(r.Attempt),
+			LastError: r.LastError, NodeID: r.NodeID,
+		}
+	}
+	return out, nil
+}
