@@ -112,7 +112,7 @@ func TestRefusedOutcomeIsSetAside(t *testing.T) {
 	cfg := fastConfig(b.db.Schema)
 	cfg.FinishDelay = 20 * time.Millisecond
 	cfg.Handlers = map[string]pgsched.Handler{
-		"ok": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil }),
+		"ok":     pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil }),
 		"poison": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return errors.New("poison") }),
 		"stuck":  pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return pgsched.Permanent(errors.New("give up")) }),
 	}
