@@ -1,4 +1,4 @@
-.PHONY: test run bench generate check-generated chaos chaos-outage chaos-short
+.PHONY: test run bench generate check-generated chaos chaos-outage chaos-short image
 
 test:            ## every test, against real PostgreSQL
 	./scripts/test.sh
@@ -23,3 +23,6 @@ chaos-outage:    ## the same with PostgreSQL down for 30s instead of the restart
 
 chaos-short:     ## the CI preset of make chaos: about two minutes
 	go run ./cmd/chaos -short
+
+image:           ## the worker's container image, built without Docker: dist/pgsched-worker.oci.tar (an OCI archive); see deploy/README.md
+	go run ./cmd/image -out dist/pgsched-worker.oci.tar
