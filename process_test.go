@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -99,6 +100,9 @@ func childWorker() error {
 			}
 			_ = json.Unmarshal(job.Payload, &p)
 			_, err = db.Exec(ctx, "SELECT pg_sleep($1)", p.DBSleep)
+			if errors.Is(context.Cause(ctx), pgsched.ErrTaskCancelled) {
+				fmt.Println("CANCELLED", job.OrderingID)
+			}
 			return err
 		case job.Kind == "hold" && job.Attempt == 1:
 			// Stays in flight until the process dies or its lease ends.

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -44,6 +45,12 @@ type Worker struct {
 	// outcomesStuck is what logReadiness last logged (maintain's only).
 	outcomesStuck bool
 	retries       retryLog
+	// paused holds the kinds paused cluster-wide, as last read (see
+	// refreshPaused); nil before the first read.
+	paused atomic.Pointer[map[string]bool]
+	// cancels holds the ids of tasks an operator asked to cancel, as last
+	// read (see refreshCancels).
+	cancels atomic.Pointer[map[int64]bool]
 }
 
 // NodeID is this worker's node id.
@@ -166,11 +173,13 @@ type parts struct {
 	leader                       *lease.Leader
 	disp                         *dispatch.Dispatcher
 	wake, dutiesWake, leaderWake chan struct{}
+	pauseWake, cancelWake        chan struct{}
 }
 
 // build makes the run's components on ctl. It starts nothing.
 func (w *Worker) build(ctl *pgxpool.Pool) (*parts, error) {
-	p := &parts{wake: make(chan struct{}, 1), dutiesWake: make(chan struct{}, 1), leaderWake: make(chan struct{}, 1)}
+	p := &parts{wake: make(chan struct{}, 1), dutiesWake: make(chan struct{}, 1), leaderWake: make(chan struct{}, 1),
+		pauseWake: make(chan struct{}, 1), cancelWake: make(chan struct{}, 1)}
 	host, _ := os.Hostname()
 	var err error
 	p.node, err = lease.NewNode(lease.NodeConfig{
@@ -234,6 +243,8 @@ func (w *Worker) build(ctl *pgxpool.Pool) (*parts, error) {
 		Concurrency:  w.cfg.Concurrency,
 		Prefetch:     w.cfg.Prefetch,
 		Exec:         w.exec,
+		Paused:       w.isPaused,
+		Cancelled:    w.isCancelled,
 		Wake:         p.wake,
 		PollInterval: w.cfg.PollInterval,
 		ClaimAhead:   w.cfg.ClaimAhead,
@@ -276,8 +287,11 @@ func (w *Worker) launch(ctx context.Context, ctl *pgxpool.Pool, p *parts) (<-cha
 	wg.Add(5)
 	go func() { defer wg.Done(); _ = p.leader.Run(runCtx) }()
 	go func() { defer wg.Done(); _ = p.duties.Run(runCtx) }()
-	go func() { defer wg.Done(); w.listen(runCtx, p.wake, p.dutiesWake, p.leaderWake) }()
-	go func() { defer wg.Done(); w.maintain(runCtx) }()
+	go func() {
+		defer wg.Done()
+		w.listen(runCtx, p.wake, p.dutiesWake, p.leaderWake, p.pauseWake, p.cancelWake)
+	}()
+	go func() { defer wg.Done(); w.maintain(runCtx, p.pauseWake, p.cancelWake, p.disp) }()
 	go func() { defer wg.Done(); _ = p.disp.Run(runCtx) }()
 	go func() {
 		wg.Wait()

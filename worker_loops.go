@@ -5,15 +5,17 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsched/pgsched/internal/dispatch"
 )
 
 // listen wakes the dispatcher on NOTIFY from enqueuers, and the duties
 // watcher and leader on cluster changes, on a connection of its own,
 // reconnecting with backoff.
-func (w *Worker) listen(ctx context.Context, due, duties, leader chan<- struct{}) {
+func (w *Worker) listen(ctx context.Context, due, duties, leader, pause, cancel chan<- struct{}) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
-		err := w.listenOnce(ctx, due, duties, leader)
+		err := w.listenOnce(ctx, due, duties, leader, pause, cancel)
 		if ctx.Err() != nil {
 			return
 		}
@@ -27,14 +29,14 @@ func (w *Worker) listen(ctx context.Context, due, duties, leader chan<- struct{}
 	}
 }
 
-func (w *Worker) listenOnce(ctx context.Context, due, duties, leader chan<- struct{}) error {
+func (w *Worker) listenOnce(ctx context.Context, due, duties, leader, pause, cancel chan<- struct{}) error {
 	conn, err := pgx.ConnectConfig(ctx, w.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	assign := w.store.AssignChannel()
-	for _, ch := range []string{w.store.NotifyChannel(), assign} {
+	assign, paused, cancels := w.store.AssignChannel(), w.store.PauseChannel(), w.store.CancelChannel()
+	for _, ch := range []string{w.store.NotifyChannel(), assign, paused, cancels} {
 		if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{ch}.Sanitize()); err != nil {
 			return err
 		}
@@ -43,6 +45,8 @@ func (w *Worker) listenOnce(ctx context.Context, due, duties, leader chan<- stru
 	poke(duties)
 	poke(leader)
 	poke(due)
+	poke(pause)
+	poke(cancel)
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -51,6 +55,14 @@ func (w *Worker) listenOnce(ctx context.Context, due, duties, leader chan<- stru
 		if n.Channel == assign {
 			poke(duties)
 			poke(leader)
+			continue
+		}
+		if n.Channel == paused {
+			poke(pause)
+			continue
+		}
+		if n.Channel == cancels {
+			poke(cancel)
 			continue
 		}
 		poke(due)
@@ -85,16 +97,25 @@ func (w *Worker) logReadiness() {
 // maintain refreshes the cluster and pending gauges. Rescues, depletion
 // and completion partitions are the leader's and the stand-ins' work
 // (internal/lease).
-func (w *Worker) maintain(ctx context.Context) {
+func (w *Worker) maintain(ctx context.Context, pauseWake, cancelWake <-chan struct{}, disp *dispatch.Dispatcher) {
 	tick := time.NewTicker(w.cfg.MaintenanceInterval)
 	defer tick.Stop()
 	ticks := 0
+	w.refreshPaused(ctx, disp)
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-pauseWake:
+			w.refreshPaused(ctx, disp)
+			continue
+		case <-cancelWake:
+			w.refreshCancels(ctx, disp)
+			continue
 		case <-tick.C:
 		}
+		w.refreshPaused(ctx, disp)
+		w.refreshCancels(ctx, disp)
 		w.logReadiness()
 		if w.node.Current() == nil {
 			continue
@@ -109,5 +130,75 @@ func (w *Worker) maintain(ctx context.Context) {
 				w.metrics.Pending.Set(float64(n))
 			}
 		}
+	}
+}
+
+// isPaused reports whether kind is paused cluster-wide, as last read.
+func (w *Worker) isPaused(kind string) bool {
+	m := w.paused.Load()
+	return m != nil && (*m)[kind]
+}
+
+// refreshPaused reads the paused kinds, logs what changed and gives back
+// the claimed tasks of newly paused kinds that have not started. Claims
+// and hand-overs skip paused kinds in the database already; this covers
+// tasks this node took before the pause.
+func (w *Worker) refreshPaused(ctx context.Context, disp *dispatch.Dispatcher) {
+	kinds, err := w.store.PausedKinds(ctx, w.ctl)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.logger.Warn("reading paused kinds failed; will retry", "error", err)
+		}
+		return
+	}
+	now := make(map[string]bool, len(kinds))
+	for _, k := range kinds {
+		now[k.Kind] = true
+	}
+	before := w.paused.Swap(&now)
+	newly := false
+	for k := range now {
+		if before == nil || !(*before)[k] {
+			newly = true
+			w.logger.Info("kind paused: its tasks are not started", "kind", k)
+		}
+	}
+	if before != nil {
+		for k := range *before {
+			if !now[k] {
+				w.logger.Info("kind resumed", "kind", k)
+			}
+		}
+	}
+	w.metrics.KindsPaused.Set(float64(len(now)))
+	if newly {
+		disp.GiveBackPaused()
+	}
+}
+
+// isCancelled reports whether an operator asked to cancel the task with
+// this id, as last read.
+func (w *Worker) isCancelled(id int64) bool {
+	m := w.cancels.Load()
+	return m != nil && (*m)[id]
+}
+
+// refreshCancels reads the cancel requests and cancels the tasks among
+// them this node holds (see dispatch.CancelTasks).
+func (w *Worker) refreshCancels(ctx context.Context, disp *dispatch.Dispatcher) {
+	ids, err := w.store.CancelRequests(ctx, w.ctl)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.logger.Warn("reading cancel requests failed; will retry", "error", err)
+		}
+		return
+	}
+	set := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	w.cancels.Store(&set)
+	if len(set) > 0 {
+		disp.CancelTasks(set)
 	}
 }

@@ -2,7 +2,9 @@
 -- partitions, in the order given (callers pass the most overdue first), for
 -- the node (p_node_id, p_epoch) while its lease is live, and returns them:
 -- one transaction, so one commit (one WAL flush) however many partitions it
--- spans, and one row update per task. Each statement locks rows of one
+-- spans, and one row update per task. Heads of a paused kind are skipped
+-- (see pause_kind): marked ones are not in the index the claim scans, the
+-- others are filtered by kind. Each statement locks rows of one
 -- partition only. With p_ahead_seconds, heads due within that much of now
 -- are claimed too: the worker holds them and starts each on time, so a
 -- claim's round trip and commit are not part of a task's start lateness.
@@ -27,13 +29,16 @@ DECLARE
     left_   integer := p_max;
     got     integer;
     horizon timestamptz := now() + make_interval(secs => greatest(p_ahead_seconds, 0));
+    v_paused text[];
 BEGIN
+    SELECT coalesce(array_agg(k.kind), '{}') INTO v_paused FROM pgsched.paused_kinds k;
     FOREACH p IN ARRAY coalesce(p_partitions, '{}') LOOP
         EXIT WHEN left_ <= 0;
         RETURN QUERY
         WITH q AS (
             SELECT h.ctid AS tid FROM pgsched.heads h
-            WHERE h.partition_id = p AND h.chain = 0 AND NOT h.running AND h.run_at <= horizon
+            WHERE h.partition_id = p AND h.chain = 0 AND NOT h.paused AND NOT h.running AND h.run_at <= horizon
+              AND h.kind <> ALL (v_paused)
               AND EXISTS (SELECT 1 FROM pgsched.nodes n
                           WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now())
             ORDER BY h.run_at

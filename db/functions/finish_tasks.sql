@@ -43,7 +43,7 @@
 -- p_chain promotions in the order the delete returned their heads may
 -- hand over (the worker passes the number of tasks the batch finishes,
 -- which is never below it). A NULL p_chain_partitions or p_chain_limit
--- hands nothing over.
+-- hands nothing over. Nor is a task of a paused kind (see pause_kind).
 CREATE OR REPLACE FUNCTION pgsched.finish_tasks(
     p_node_id      text,
     p_epoch        bigint,
@@ -84,6 +84,7 @@ DECLARE
     promoted integer := 0;
     handed  integer := 0;
     handed2 integer;
+    v_paused text[] := '{}';
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(outcomes) AS x(outcome) WHERE x.outcome NOT IN ('completed', 'dead')) THEN
         PERFORM pgsched.lock_heads(partition_ids, ordering_ids);
@@ -92,6 +93,9 @@ BEGIN
     IF room > 0 AND NOT EXISTS (SELECT 1 FROM pgsched.nodes n
                                 WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()) THEN
         room := 0;
+    END IF;
+    IF room > 0 THEN
+        SELECT coalesce(array_agg(k.kind), '{}') INTO v_paused FROM pgsched.paused_kinds k;
     END IF;
 
     -- Completed and dead tasks leave; where the head knew its successor
@@ -127,7 +131,7 @@ BEGIN
         WHERE b.partition_id = k.p AND b.ctid = k.tid AND b.id = k.id AND b.ordering_id = k.o
         RETURNING b.*, k.rest_tids, k.rest_ids, k.more_after, k.c AS prev_chain,
                   coalesce(k.i <= room AND b.run_at <= now() AND k.c < p_chain_limit
-                           AND b.partition_id = ANY (p_chain_partitions), false) AS run
+                           AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
     ), ins AS (
         INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                         run_at, attempt, revision, last_error, created_at, backlog,
@@ -196,7 +200,7 @@ BEGIN
             WHERE b.partition_id = pick.p AND b.ctid = pick.tid
             RETURNING b.*, pick.more, pick.next_tids, pick.next_ids, pick.next_more, pick.c AS prev_chain,
                       coalesce(pick.i + known_n <= room AND b.run_at <= now() AND pick.c < p_chain_limit
-                               AND b.partition_id = ANY (p_chain_partitions), false) AS run
+                               AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
         ), ins AS (
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                             run_at, attempt, revision, last_error, created_at, backlog,

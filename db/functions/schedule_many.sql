@@ -217,7 +217,7 @@ BEGIN
                                  AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk
         WHERE NOT c.fresh
     ), hu AS (
-        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, revision = h.revision + 1
+        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, revision = h.revision + 1, paused = false
         FROM rest r
         WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o
         RETURNING h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key

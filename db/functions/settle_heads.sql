@@ -63,6 +63,6 @@ BEGIN
     SET scheduled_at = excluded.scheduled_at, uniqueness_key = excluded.uniqueness_key, id = excluded.id,
         kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, attempt = excluded.attempt,
         revision = excluded.revision, last_error = excluded.last_error, created_at = excluded.created_at,
-        backlog = excluded.backlog, next_tids = NULL, next_ids = NULL;
+        backlog = excluded.backlog, next_tids = NULL, next_ids = NULL, paused = false;
 END
 $$;

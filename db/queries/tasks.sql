@@ -71,13 +71,14 @@ SELECT pgsched.rescue_expired(sqlc.narg(nodes)::text[], sqlc.arg(orphans)::boole
 
 -- QueueNextDue returns, for each given partition that has an idle queue,
 -- how many seconds until its earliest one is due (negative: overdue), on the
--- database's clock. One index probe per partition.
+-- database's clock. One index probe per partition (heads_due: its predicate
+-- is in the WHERE clause; paused heads never wake a node).
 -- name: QueueNextDue :many
 SELECT n.partition_id::integer AS partition_id, extract(epoch FROM n.next_at - now())::float8 AS due_in
 FROM (
     SELECT p.partition_id,
            (SELECT min(h.run_at) FROM pgsched.heads h
-            WHERE h.partition_id = p.partition_id AND h.chain = 0 AND NOT h.running) AS next_at
+            WHERE h.partition_id = p.partition_id AND h.chain = 0 AND NOT h.paused AND NOT h.running) AS next_at
     FROM unnest(sqlc.arg(partition_ids)::integer[]) AS p(partition_id)
 ) n
 WHERE n.next_at IS NOT NULL;
@@ -108,3 +109,24 @@ WHERE (sqlc.narg(kind)::text IS NULL OR t.kind = sqlc.narg(kind)::text)
       > (sqlc.arg(after_ordering_id)::text, sqlc.arg(after_scheduled_at)::timestamptz, sqlc.arg(after_uniqueness_key)::text)
 ORDER BY t.ordering_id, t.scheduled_at, t.uniqueness_key
 LIMIT sqlc.arg(max_rows)::integer;
+
+-- name: KindPause :one
+SELECT pgsched.pause_kind(sqlc.arg(kind)::text) AS paused;
+
+-- name: KindResume :one
+SELECT pgsched.resume_kind(sqlc.arg(kind)::text) AS resumed;
+
+-- name: KindsPaused :many
+SELECT k.kind, k.paused_at FROM pgsched.paused_kinds k ORDER BY k.kind;
+
+-- name: PauseSweep :one
+SELECT pgsched.pause_sweep() AS changed;
+
+-- name: TaskCancelRunning :one
+SELECT pgsched.cancel_running(sqlc.arg(ordering_id)::text, sqlc.arg(scheduled_at)::timestamptz, sqlc.arg(uniqueness_key)::text) AS requested;
+
+-- name: CancelRequestIDs :many
+SELECT c.task_id FROM pgsched.cancel_requests c ORDER BY c.task_id;
+
+-- name: CancelRequestsPrune :one
+SELECT pgsched.cancel_requests_prune() AS pruned;

@@ -6,4 +6,4 @@ SELECT min(h.run_at) AS oldest_due_at,
        coalesce(now() - min(h.run_at), interval '0') AS lateness,
        count(*) AS due_queues
 FROM pgsched.heads h
-WHERE h.chain = 0 AND NOT h.running AND h.run_at <= now(); -- chain = 0: heads_due (idle heads have chain 0)
+WHERE h.chain = 0 AND NOT h.paused AND NOT h.running AND h.run_at <= now(); -- heads_due's predicate (idle heads have chain 0)

@@ -32,6 +32,13 @@ type PgschedBackup struct {
 	AssignedAt   time.Time
 }
 
+type PgschedCancelRequest struct {
+	TaskID      int64
+	PartitionID int32
+	OrderingID  string
+	RequestedAt time.Time
+}
+
 type PgschedCluster struct {
 	NodeID         string
 	Epoch          int64
@@ -109,6 +116,7 @@ type PgschedHead struct {
 	NextTids      []pgtype.TID
 	NextIds       []int64
 	NextMore      bool
+	Paused        bool
 }
 
 type PgschedLateness struct {
@@ -153,6 +161,17 @@ type PgschedPartitionOwner struct {
 	NodeID      pgtype.Text
 	Term        pgtype.Int8
 	AssignedAt  *time.Time
+}
+
+type PgschedPaused struct {
+	Kind         string
+	PausedAt     time.Time
+	WaitingHeads int64
+}
+
+type PgschedPausedKind struct {
+	Kind     string
+	PausedAt time.Time
 }
 
 type PgschedPending struct {

@@ -12,6 +12,41 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const cancelRequestIDs = `-- name: CancelRequestIDs :many
+SELECT c.task_id FROM pgsched.cancel_requests c ORDER BY c.task_id
+`
+
+func (q *Queries) CancelRequestIDs(ctx context.Context, db DBTX) ([]int64, error) {
+	rows, err := db.Query(ctx, cancelRequestIDs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []int64{}
+	for rows.Next() {
+		var task_id int64
+		if err := rows.Scan(&task_id); err != nil {
+			return nil, err
+		}
+		items = append(items, task_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const cancelRequestsPrune = `-- name: CancelRequestsPrune :one
+SELECT pgsched.cancel_requests_prune() AS pruned
+`
+
+func (q *Queries) CancelRequestsPrune(ctx context.Context, db DBTX) (int32, error) {
+	row := db.QueryRow(ctx, cancelRequestsPrune)
+	var pruned int32
+	err := row.Scan(&pruned)
+	return pruned, err
+}
+
 const completionEnsurePartitions = `-- name: CompletionEnsurePartitions :one
 SELECT pgsched.ensure_completion_partitions(now(), $1::integer)::integer AS dropped
 `
@@ -23,12 +58,69 @@ func (q *Queries) CompletionEnsurePartitions(ctx context.Context, db DBTX, daysA
 	return dropped, err
 }
 
+const kindPause = `-- name: KindPause :one
+SELECT pgsched.pause_kind($1::text) AS paused
+`
+
+func (q *Queries) KindPause(ctx context.Context, db DBTX, kind string) (bool, error) {
+	row := db.QueryRow(ctx, kindPause, kind)
+	var paused bool
+	err := row.Scan(&paused)
+	return paused, err
+}
+
+const kindResume = `-- name: KindResume :one
+SELECT pgsched.resume_kind($1::text) AS resumed
+`
+
+func (q *Queries) KindResume(ctx context.Context, db DBTX, kind string) (bool, error) {
+	row := db.QueryRow(ctx, kindResume, kind)
+	var resumed bool
+	err := row.Scan(&resumed)
+	return resumed, err
+}
+
+const kindsPaused = `-- name: KindsPaused :many
+SELECT k.kind, k.paused_at FROM pgsched.paused_kinds k ORDER BY k.kind
+`
+
+func (q *Queries) KindsPaused(ctx context.Context, db DBTX) ([]PgschedPausedKind, error) {
+	rows, err := db.Query(ctx, kindsPaused)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PgschedPausedKind{}
+	for rows.Next() {
+		var i PgschedPausedKind
+		if err := rows.Scan(&i.Kind, &i.PausedAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const pauseSweep = `-- name: PauseSweep :one
+SELECT pgsched.pause_sweep() AS changed
+`
+
+func (q *Queries) PauseSweep(ctx context.Context, db DBTX) (int32, error) {
+	row := db.QueryRow(ctx, pauseSweep)
+	var changed int32
+	err := row.Scan(&changed)
+	return changed, err
+}
+
 const queueNextDue = `-- name: QueueNextDue :many
 SELECT n.partition_id::integer AS partition_id, extract(epoch FROM n.next_at - now())::float8 AS due_in
 FROM (
     SELECT p.partition_id,
            (SELECT min(h.run_at) FROM pgsched.heads h
-            WHERE h.partition_id = p.partition_id AND h.chain = 0 AND NOT h.running) AS next_at
+            WHERE h.partition_id = p.partition_id AND h.chain = 0 AND NOT h.paused AND NOT h.running) AS next_at
     FROM unnest($1::integer[]) AS p(partition_id)
 ) n
 WHERE n.next_at IS NOT NULL
@@ -41,7 +133,8 @@ type QueueNextDueRow struct {
 
 // QueueNextDue returns, for each given partition that has an idle queue,
 // how many seconds until its earliest one is due (negative: overdue), on the
-// database's clock. One index probe per partition.
+// database's clock. One index probe per partition (heads_due: its predicate
+// is in the WHERE clause; paused heads never wake a node).
 func (q *Queries) QueueNextDue(ctx context.Context, db DBTX, partitionIds []int32) ([]QueueNextDueRow, error) {
 	rows, err := db.Query(ctx, queueNextDue, partitionIds)
 	if err != nil {
@@ -102,6 +195,23 @@ type TaskCancelParams struct {
 func (q *Queries) TaskCancel(ctx context.Context, db DBTX, arg TaskCancelParams) error {
 	_, err := db.Exec(ctx, taskCancel, arg.OrderingID, arg.ScheduledAt, arg.UniquenessKey)
 	return err
+}
+
+const taskCancelRunning = `-- name: TaskCancelRunning :one
+SELECT pgsched.cancel_running($1::text, $2::timestamptz, $3::text) AS requested
+`
+
+type TaskCancelRunningParams struct {
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+}
+
+func (q *Queries) TaskCancelRunning(ctx context.Context, db DBTX, arg TaskCancelRunningParams) (bool, error) {
+	row := db.QueryRow(ctx, taskCancelRunning, arg.OrderingID, arg.ScheduledAt, arg.UniquenessKey)
+	var requested bool
+	err := row.Scan(&requested)
+	return requested, err
 }
 
 const taskClaimDue = `-- name: TaskClaimDue :many

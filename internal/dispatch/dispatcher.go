@@ -30,7 +30,17 @@ type Job struct {
 	// the node gives it back unstarted (jobGivenBack); whichever comes
 	// first wins.
 	state atomic.Int32
+
+	// cancelMu guards cancel, the running handler's context's cancel, and
+	// cancelled, set once an operator asked to cancel the task.
+	cancelMu  sync.Mutex
+	cancel    context.CancelCauseFunc
+	cancelled bool
 }
+
+// ErrCancelled is the cause of a handler's context when an operator
+// cancelled its task (pgsched.cancel_running).
+var ErrCancelled = errors.New("pgsched: task cancelled by an operator (pgsched.cancel_running)")
 
 // Job states.
 const (
@@ -96,6 +106,12 @@ type Config struct {
 	// have run them sooner. 0 prefetches nothing.
 	Prefetch int
 	Exec     ExecFunc
+	// Paused reports whether a kind is paused: a job of it is given back
+	// instead of started. Nil: none is.
+	Paused func(kind string) bool
+	// Cancelled reports whether an operator asked to cancel the task with
+	// this id: it is recorded dead, not started. Nil: none was.
+	Cancelled func(id int64) bool
 	// Wake receives a value whenever new work may be due (NOTIFY).
 	Wake <-chan struct{}
 	// ClaimAhead claims tasks due within this much of now and starts each
@@ -500,13 +516,31 @@ func (d *Dispatcher) run(term *lease.Term, job *Job) {
 	}()
 	// Live, not only the term's context: a node waking from a freeze runs
 	// this before its lease goroutine has seen the loss (see lease.Term).
-	if !term.Live() || d.stopping.Err() != nil || d.abort.Err() != nil {
+	if !term.Live() || d.stopping.Err() != nil || d.abort.Err() != nil || d.paused(job.Kind) {
 		d.finish.add(job, Result{Outcome: store.OutcomeRelease}, 0)
 		return
 	}
+	if d.cfg.Cancelled != nil && d.cfg.Cancelled(job.ID) {
+		d.finish.add(job, cancelledResult(""), 0)
+		return
+	}
+	ctx, cancel := context.WithCancelCause(d.handlerContext(term))
+	job.cancelMu.Lock()
+	job.cancel = cancel
+	if job.cancelled { // asked between the start and now
+		cancel(ErrCancelled)
+	}
+	job.cancelMu.Unlock()
 	began := time.Now()
-	res := d.exec(d.handlerContext(term), job)
+	res := d.exec(ctx, job)
 	ran := time.Since(began)
+	cancel(nil)
+	job.cancelMu.Lock()
+	job.cancel = nil
+	if job.cancelled && res.Outcome != store.OutcomeCompleted && res.Outcome != store.OutcomeRelease {
+		res = cancelledResult(res.Error)
+	}
+	job.cancelMu.Unlock()
 	if res.Outcome == store.OutcomeRetry && d.abort.Err() != nil {
 		// Cancelled by a stop: back in line at once, not after a backoff.
 		res.RetryIn = 0
@@ -521,6 +555,64 @@ func (d *Dispatcher) run(term *lease.Term, job *Job) {
 		return
 	}
 	d.finish.add(job, res, ran)
+}
+
+// cancelledResult is the outcome of a task an operator cancelled: dead,
+// with the reason and what the handler said.
+func cancelledResult(handlerErr string) Result {
+	msg := ErrCancelled.Error()
+	if handlerErr != "" {
+		msg += ": " + handlerErr
+	}
+	return Result{Outcome: store.OutcomeDead, Error: msg}
+}
+
+// CancelTasks cancels the handlers of the running tasks in ids and records
+// those in ids still waiting for a handler as cancelled. The outcome of a
+// cancelled handler is dead (see cancelledResult), unless it completed.
+func (d *Dispatcher) CancelTasks(ids map[int64]bool) {
+	var queued []*Job
+	d.knownMu.Lock()
+	for id := range ids {
+		j, ok := d.known[id]
+		if !ok {
+			continue
+		}
+		if j.state.CompareAndSwap(jobQueued, jobGivenBack) {
+			queued = append(queued, j)
+			continue
+		}
+		j.cancelMu.Lock()
+		if !j.cancelled {
+			j.cancelled = true
+			if j.cancel != nil {
+				j.cancel(ErrCancelled)
+			}
+			d.cfg.Logger.Info("cancelling a running task at an operator's request",
+				"ordering_id", j.OrderingID, "task_id", j.ID, "kind", j.Kind)
+		}
+		j.cancelMu.Unlock()
+	}
+	d.knownMu.Unlock()
+	for _, j := range queued {
+		d.cfg.Logger.Info("cancelled a task before it started, at an operator's request",
+			"ordering_id", j.OrderingID, "task_id", j.ID, "kind", j.Kind)
+		d.finish.add(j, cancelledResult(""), 0)
+		d.inflight.Add(-1)
+	}
+	if len(queued) > 0 {
+		d.poke()
+	}
+}
+
+func (d *Dispatcher) paused(kind string) bool {
+	return d.cfg.Paused != nil && d.cfg.Paused(kind)
+}
+
+// GiveBackPaused gives back at once the claimed jobs waiting for a handler
+// whose kind is now paused (Config.Paused).
+func (d *Dispatcher) GiveBackPaused() {
+	d.giveBackQueued(func(j *Job) bool { return d.paused(j.Kind) })
 }
 
 // giveBackQueued gives back the claimed jobs that match and are still

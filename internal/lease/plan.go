@@ -32,8 +32,12 @@ type PlannerConfig struct {
 	// any whose node's lease is not live (each round it only rescues the
 	// expired nodes nobody stands in for). Defaults to 1m.
 	OrphansEvery time.Duration
-	Logger       *slog.Logger
-	Events       PlanEvents
+	// PauseSweepEvery is how often the leader marks heads of paused kinds
+	// written since their pause (pgsched.pause_sweep) and deletes the
+	// cancel requests of tasks that have ended. Defaults to 5s.
+	PauseSweepEvery time.Duration
+	Logger          *slog.Logger
+	Events          PlanEvents
 }
 
 // Planner is the leader's round: deplete nodes gone past the flex-down
@@ -48,6 +52,7 @@ type Planner struct {
 	cfg             PlannerConfig
 	lastCompletions time.Time
 	lastOrphans     time.Time
+	lastPauseSweep  time.Time
 }
 
 // NewPlanner validates cfg and returns a Planner.
@@ -63,6 +68,9 @@ func NewPlanner(cfg PlannerConfig) (*Planner, error) {
 	}
 	if cfg.OrphansEvery <= 0 {
 		cfg.OrphansEvery = time.Minute
+	}
+	if cfg.PauseSweepEvery <= 0 {
+		cfg.PauseSweepEvery = 5 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -116,6 +124,20 @@ func (p *Planner) round(ctx context.Context, l Leadership) error {
 		p.cfg.Logger.Info("rescued running tasks of expired nodes", "tasks", rescued)
 		if f := p.cfg.Events.Rescued; f != nil {
 			f(rescued)
+		}
+	}
+
+	if time.Since(p.lastPauseSweep) >= p.cfg.PauseSweepEvery {
+		n, err := st.PauseSweep(ctx, db)
+		if err != nil {
+			return err
+		}
+		p.lastPauseSweep = time.Now()
+		if n > 0 {
+			p.cfg.Logger.Debug("marked heads of paused kinds", "heads", n)
+		}
+		if _, err := st.PruneCancelRequests(ctx, db); err != nil {
+			return err
 		}
 	}
 

@@ -41,6 +41,7 @@ type Metrics struct {
 	BackupAssignments prometheus.Gauge
 	StandInsActive    prometheus.Gauge
 	NodesDepleted     prometheus.Counter
+	KindsPaused       prometheus.Gauge
 	// BuildInfo is 1, labelled with the pgsched version and Go release
 	// the worker runs: what a dashboard shows during a rolling upgrade.
 	BuildInfo *prometheus.GaugeVec
@@ -130,6 +131,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		NodesDepleted: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "pgsched_nodes_depleted_total", Help: "Nodes this node, as leader, removed after the flex-down window.",
 		}),
+		KindsPaused: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgsched_kinds_paused", Help: "Kinds paused cluster-wide (pgsched.pause_kind), as this node last read them.",
+		}),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pgsched_build_info", Help: "Always 1: the pgsched version and Go release this worker was built with, as labels.",
 		}, []string{"version", "go_version"}),
@@ -138,7 +142,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		for _, c := range []prometheus.Collector{m.Executed, m.Retried, m.Dead, m.Claimed, m.HandedOver, m.Reconciled, m.Running, m.Pending,
 			m.Lateness, m.Duration, m.Rescued, m.NodesActive, m.NodesInactive, m.LeaseEpoch, m.LeaseLost,
 			m.LeaseRenewed, m.Partitions, m.PartitionsServed, m.LeaderCurrent, m.LeaderClaimed, m.LeaderRefreshed,
-			m.BackupAssignments, m.StandInsActive, m.NodesDepleted, m.BuildInfo} {
+			m.BackupAssignments, m.StandInsActive, m.NodesDepleted, m.KindsPaused, m.BuildInfo} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
