@@ -51,6 +51,14 @@ func childWorker() error {
 		return err
 	}
 	pcfg.MaxConns = int32(conc) + 2
+	if role := env("CHILD_ROLE"); role != "" {
+		// Every connection of the worker's pools works as role, as a login
+		// role granted it would.
+		pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+			_, err := c.Exec(ctx, "SET ROLE "+pgx.Identifier{role}.Sanitize())
+			return err
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return err

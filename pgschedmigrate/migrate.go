@@ -45,6 +45,12 @@ type Config struct {
 	// split into, fixed when the schema is created. Defaults to 2 (or
 	// Partitions, if fewer).
 	TablePartitions int
+	// Roles makes Up create the roles <schema>_enqueue (may only enqueue,
+	// cancel and reschedule), <schema>_worker (what a worker needs, without
+	// owning the schema) and <schema>_read (the views), and grant them
+	// their privileges. Needs the CREATEROLE privilege. Once they exist,
+	// every Up that changes the schema grants again.
+	Roles bool
 	// Logger receives one line per migration applied. Defaults to none.
 	Logger *slog.Logger
 }
@@ -68,7 +74,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Migrator, error)
 	if pool == nil {
 		return nil, fmt.Errorf("%w: New needs a pool", ErrInvalidConfig)
 	}
-	opts := migrator.Options{Schema: cfg.Schema, Partitions: cfg.Partitions, TablePartitions: cfg.TablePartitions, Logger: cfg.Logger}
+	opts := migrator.Options{Schema: cfg.Schema, Partitions: cfg.Partitions, TablePartitions: cfg.TablePartitions, Roles: cfg.Roles, Logger: cfg.Logger}
 	if err := opts.Check(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

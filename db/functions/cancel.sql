@@ -2,7 +2,9 @@
 -- such pending task.
 CREATE OR REPLACE FUNCTION pgsched.cancel(ordering_id text, scheduled_at timestamptz, uniqueness_key text DEFAULT '')
 RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     p integer := pgsched.partition_of(ordering_id, (SELECT partition_count FROM pgsched.settings));
     uk text := coalesce(uniqueness_key, '');

@@ -3,7 +3,9 @@
 -- the retention window. Safe to call concurrently and repeatedly.
 CREATE OR REPLACE FUNCTION pgsched.ensure_completion_partitions(at timestamptz, days_ahead integer)
 RETURNS integer
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     retention interval := (SELECT completion_retention FROM pgsched.settings);
     day date;

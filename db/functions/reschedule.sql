@@ -4,7 +4,9 @@
 -- was completed.
 CREATE OR REPLACE FUNCTION pgsched.reschedule(ordering_id text, scheduled_at timestamptz, uniqueness_key text, new_scheduled_at timestamptz)
 RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     s pgsched.settings;
     p integer;

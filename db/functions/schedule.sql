@@ -7,7 +7,9 @@ CREATE OR REPLACE FUNCTION pgsched.schedule(
     kind           text DEFAULT 'default'
 )
 RETURNS text
-LANGUAGE sql AS $$
+LANGUAGE sql
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
     SELECT (pgsched.schedule_many(
         ARRAY[ordering_id], ARRAY[scheduled_at], ARRAY[uniqueness_key], ARRAY[payload], ARRAY[kind]))[1]
 $$;

@@ -22,7 +22,9 @@ CREATE OR REPLACE FUNCTION pgsched.schedule_many(
     new_keys        boolean DEFAULT false
 )
 RETURNS text[]
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+AS $$
 DECLARE
     s pgsched.settings;
     t_now timestamptz := now();

@@ -53,6 +53,10 @@ type Options struct {
 	// used only when the schema is first created. Defaults to 2 (or
 	// Partitions, if fewer).
 	TablePartitions int
+	// Roles creates the roles <schema>_enqueue, <schema>_worker and
+	// <schema>_read (see db/functions/grant_roles.sql) and grants them
+	// their privileges; needs the CREATEROLE privilege.
+	Roles bool
 	// Logger receives one line per applied migration. Defaults to discarding.
 	Logger *slog.Logger
 }
@@ -66,6 +70,10 @@ func (o *Options) fill() error {
 	}
 	if err := sqlschema.Validate(o.Schema); err != nil {
 		return err
+	}
+	// PostgreSQL cuts names at 63 bytes: <schema>_enqueue must fit.
+	if o.Roles && len(o.Schema)+len("_enqueue") > 63 {
+		return fmt.Errorf("with roles the schema name may be at most %d bytes (its roles are <schema>_enqueue, _worker, _read), got %d", 63-len("_enqueue"), len(o.Schema))
 	}
 	if o.Partitions == 0 {
 		o.Partitions = DefaultPartitions
@@ -158,8 +166,27 @@ func (m *Migrator) Up(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrating %s up: %w", m.opts.Schema, err)
 	}
-	if err := m.applyObjects(ctx); err != nil {
+	changed, err := m.applyObjects(ctx)
+	if err != nil {
 		return fmt.Errorf("applying the functions and views of %s: %w", m.opts.Schema, err)
+	}
+	// Privileges follow every change (a function created anew, a new table
+	// or view starts with defaults); with nothing changed a role without
+	// the right to grant, such as <schema>_worker, can still run Up.
+	for _, r := range res {
+		if r != nil && !r.Empty {
+			changed = true
+		}
+	}
+	if changed || m.opts.Roles {
+		var have bool
+		if err := m.db.QueryRowContext(ctx, "SELECT "+pgx.Identifier{m.opts.Schema}.Sanitize()+".grant_roles($1)", m.opts.Roles).Scan(&have); err != nil {
+			return fmt.Errorf("granting privileges in %s: %w", m.opts.Schema, err)
+		}
+		if m.opts.Roles {
+			m.opts.Logger.Info("roles ready", "schema", m.opts.Schema,
+				"enqueue", m.opts.Schema+"_enqueue", "worker", m.opts.Schema+"_worker", "read", m.opts.Schema+"_read")
+		}
 	}
 	if _, err := m.db.ExecContext(ctx, "SELECT "+pgx.Identifier{m.opts.Schema}.Sanitize()+".ensure_completion_partitions(now() - interval '1 day', 8)"); err != nil {
 		return fmt.Errorf("creating completion partitions in %s: %w", m.opts.Schema, err)

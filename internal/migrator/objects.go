@@ -83,39 +83,39 @@ func checksum(objs []object) string {
 }
 
 // applyObjects brings the schema's functions and views up to the files.
-func (m *Migrator) applyObjects(ctx context.Context) error {
+func (m *Migrator) applyObjects(ctx context.Context) (changed bool, err error) {
 	objs, err := objects(m.opts.Schema)
 	if err != nil {
-		return fmt.Errorf("reading the embedded functions and views: %w", err)
+		return false, fmt.Errorf("reading the embedded functions and views: %w", err)
 	}
 	sum := checksum(objs)
 	schema := pgx.Identifier{m.opts.Schema}.Sanitize()
 	tx, err := m.db.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer func() { _ = tx.Rollback() }()
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", lockID(m.opts.Schema)); err != nil {
-		return err
+		return false, err
 	}
 	// As pg_dump does: a function's body may call one created after it.
 	if _, err := tx.ExecContext(ctx, "SET LOCAL check_function_bodies = off"); err != nil {
-		return err
+		return false, err
 	}
 	var current string
 	err = tx.QueryRowContext(ctx, "SELECT checksum FROM "+schema+".sql_objects").Scan(&current)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return err
+		return false, err
 	}
 	if current == sum {
-		return tx.Commit()
+		return false, tx.Commit()
 	}
 	if err := dropViews(ctx, tx, m.opts.Schema); err != nil {
-		return err
+		return false, err
 	}
 	before, err := functionVersions(ctx, tx, m.opts.Schema)
 	if err != nil {
-		return err
+		return false, err
 	}
 	var views []object
 	for _, o := range objs {
@@ -124,24 +124,24 @@ func (m *Migrator) applyObjects(ctx context.Context) error {
 			continue
 		}
 		if err := createFunction(ctx, tx, m.opts.Schema, o); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if err := dropStaleFunctions(ctx, tx, m.opts.Schema, before); err != nil {
-		return err
+		return false, err
 	}
 	if err := createViews(ctx, tx, views); err != nil {
-		return err
+		return false, err
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO "+schema+".sql_objects (checksum) VALUES ($1) "+
 		"ON CONFLICT (singleton) DO UPDATE SET checksum = excluded.checksum, applied_at = now()", sum); err != nil {
-		return err
+		return false, err
 	}
 	if err := tx.Commit(); err != nil {
-		return err
+		return false, err
 	}
 	m.opts.Logger.Info("functions and views applied", "schema", m.opts.Schema, "functions", len(objs)-len(views), "views", len(views))
-	return nil
+	return true, nil
 }
 
 // createFunction runs a function's file. A function whose return type
