@@ -76,6 +76,7 @@ type bench struct {
 	backlogN int
 
 	claimPending  []int
+	tombstones    []int
 	claimDuration time.Duration
 }
 
@@ -105,8 +106,9 @@ func run(ctx context.Context) error {
 	flag.IntVar(&b.backlogN, "backlog", 1_000_000, "tasks due in the past for the backlog drain")
 	claimPending := flag.String("claim-pending", "10000,1000000", "comma-separated not-due backlog sizes for claim latency; the ratio compares the last to the first")
 	flag.DurationVar(&b.claimDuration, "claim-duration", 10*time.Second, "length of each claim-latency run")
+	tombstones := flag.String("tombstones", "0,100000000", "comma-separated counts of completion records present for the tombstones workload; the ratios compare the last to the first")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (Go side) to this file")
-	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, lateness, sustained (c), backlog (e), claim-latency (g); empty runs all")
+	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g); empty runs all")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -126,6 +128,13 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("-claim-pending: bad size %q", s)
 		}
 		b.claimPending = append(b.claimPending, v)
+	}
+	for _, s := range strings.Split(*tombstones, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || v < 0 {
+			return fmt.Errorf("-tombstones: bad count %q", s)
+		}
+		b.tombstones = append(b.tombstones, v)
 	}
 	switch {
 	case b.runs < 1, b.n < 1, b.conc < 1:
@@ -243,6 +252,7 @@ func (b *bench) workloads() []workload {
 			fmt.Sprintf("claim p50 ratio %s/%s", last, first),
 			fmt.Sprintf("claim p99 ratio %s/%s", last, first))
 	}
+	all = append(all, b.tombstoneWorkload())
 	return append(all, workload{[]string{"claim-latency", "g"}, claim, b.claimLatency})
 }
 
