@@ -108,16 +108,8 @@ func (w *Worker) execTx(ctx context.Context, dj *dispatch.Job, job *Job, h TxHan
 	if err := h.WorkTx(ctx, tx, job); err != nil {
 		return false, err
 	}
-	res, err := w.store.Finish(ctx, tx, w.cfg.NodeID, dj.Epoch, []store.Outcome{{
-		Partition: dj.Partition, OrderingID: dj.OrderingID, ID: dj.ID, ClaimedAt: dj.ClaimedAt, Outcome: store.OutcomeCompleted,
-	}}, store.Handover{})
-	if err != nil {
-		return false, fmt.Errorf("recording completion: %w", err)
-	}
-	if len(res.Applied) != 1 {
-		w.logger.Warn("transactional handler rolled back: the task is no longer held by this node's term",
-			"ordering_id", dj.OrderingID, "task_id", dj.ID, "epoch", dj.Epoch)
-		return false, nil
+	if ok, err := w.dispatcher.RecordCompletedTx(ctx, tx, dj); !ok || err != nil {
+		return false, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return false, fmt.Errorf("committing handler transaction: %w", err)

@@ -21,29 +21,8 @@
 -- key probes (hash and merge joins are off so the order holds); a batch
 -- with retries or releases locks its heads first.
 --
--- Promotion: for each deleted head whose ordering_id has a backlog, the
--- earliest backlog task becomes the head, in a second statement (a fresh
--- snapshot, taken with the deleted heads locked, so a task enqueued
--- meanwhile is seen). Per ordering_id: one index scan for the first two
--- backlog tasks by (scheduled_at, uniqueness_key) (the first, and whether
--- there is more), a second probe only when both have the same
--- scheduled_at (the earlier enqueued wins), a delete by ctid and an
--- insert. The first statement deletes at most one head per ordering_id,
--- so the promotion needs no grouping or sort, and runs inline rather than
--- in a function of its own, whose result rows would be copied.
---
--- Handing over: up to p_chain of the new heads are inserted already
--- running for (p_node_id, p_epoch), as a claim would, and returned: those
--- due now, in p_chain_partitions, whose predecessor's chain is below
--- p_chain_limit, and only while the node's lease is live. It spares the
--- finished task's successor a claim of its own (the claim's index scan and
--- update), and the limit makes a long chain go through a claim now and
--- then, so other ordering_ids waiting in the node's partitions get their
--- turn. When p_chain is below the number of promotions, only the first
--- p_chain promotions in the order the delete returned their heads may
--- hand over (the worker passes the number of tasks the batch finishes,
--- which is never below it). A NULL p_chain_partitions or p_chain_limit
--- hands nothing over. Nor is a task of a paused kind (see pause_kind).
+-- Promotion and handing over (a successor started on this node without a
+-- claim, never for a paused kind): see docs/design.md, "finish_tasks".
 CREATE OR REPLACE FUNCTION pgsched.finish_tasks(
     p_node_id      text,
     p_epoch        bigint,

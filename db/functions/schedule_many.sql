@@ -6,13 +6,8 @@
 -- batch were enqueued in turn, and both positions report its result. A NULL
 -- or empty kind is 'default', a NULL payload {}.
 --
--- new_keys is for a caller that expects none of the batch's ordering_ids to
--- have a task yet (the usual bulk enqueue): their heads are then written
--- with a plain INSERT, a third cheaper than the INSERT ... ON CONFLICT that
--- must otherwise find and lock existing heads, and if one exists after all
--- the call fails with SQLSTATE 23505 (unique_violation) having written
--- nothing, so the caller can send the batch again without new_keys. The Go
--- client does that for large batches outside a caller's transaction.
+-- new_keys: a cheaper insert for batches of fresh ordering_ids; see
+-- docs/design.md, "schedule_many".
 CREATE OR REPLACE FUNCTION pgsched.schedule_many(
     ordering_ids    text[],
     scheduled_ats   timestamptz[],
@@ -57,17 +52,7 @@ BEGIN
     -- Arrays are only ever unnested together: subscripting a large array of
     -- variable-width values costs O(i) per access.
     --
-    -- Every check is cheap for a small payload. The size limit applies to
-    -- the payload as stored, the jsonb value before compression, whose size
-    -- pg_column_size reads from its header without rendering it as text;
-    -- only the server checks it, so Go and SQL users meet the same limit.
-    -- Nesting deeper than 126 levels (a webhook body nests the payload one
-    -- level deeper, and serde_json decodes at most 127 by default) is
-    -- looked for only in a payload of at least 1016 bytes: each level takes
-    -- 8 (a container header and its entry in the parent), so a smaller one
-    -- cannot have 127. Kinds become HTTP header values and metric labels:
-    -- no control characters. The Go client checks the range of
-    -- scheduled_at, kinds and depth too, with the same messages.
+    -- The checks and their costs: docs/design.md, "schedule_many".
     SELECT x.i, coalesce(x.invalid, x.past) AS msg, CASE WHEN x.invalid IS NULL THEN 'PGS02' ELSE 'PGS01' END AS code
     INTO bad FROM (
         SELECT u.i,

@@ -424,3 +424,24 @@ func countRefused(items []finishItem) int {
 	}
 	return n
 }
+
+// RecordCompletedTx records job as completed inside tx, the transaction of
+// a transactional handler, so the handler's writes and the completion
+// commit together; the caller commits. It reports false when the claim the
+// job ran under no longer holds (its node's term lost the task): the
+// caller must roll back. Like every other outcome, it is written by the
+// same statement (pgsched.finish_tasks), fenced the same way.
+func (d *Dispatcher) RecordCompletedTx(ctx context.Context, tx store.DBTX, job *Job) (bool, error) {
+	res, err := d.cfg.Store.Finish(ctx, tx, d.cfg.Node.ID(), job.Epoch, []store.Outcome{{
+		Partition: job.Partition, OrderingID: job.OrderingID, ID: job.ID, ClaimedAt: job.ClaimedAt, Outcome: store.OutcomeCompleted,
+	}}, store.Handover{})
+	if err != nil {
+		return false, fmt.Errorf("recording completion: %w", err)
+	}
+	if len(res.Applied) != 1 {
+		d.cfg.Logger.Warn("transactional handler rolled back: the task is no longer held by this node's term",
+			"ordering_id", job.OrderingID, "task_id", job.ID, "epoch", job.Epoch)
+		return false, nil
+	}
+	return true, nil
+}

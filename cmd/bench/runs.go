@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pgsched/pgsched"
+)
+
+func (b *bench) burn(ctx context.Context, ids int) (float64, error) {
+	pool, c, schema, cleanup, err := b.fresh(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	// Due now (within the grace window): the backlog is there before the
+	// worker starts, as in the peers' burn-down benchmarks.
+	if err := enqueueLoad(ctx, c, b.n, ids, -time.Second); err != nil {
+		return 0, err
+	}
+	var done atomic.Int64
+	finished := make(chan struct{})
+	start := time.Now()
+	cpu := sampleCPU()
+	w, err := b.worker(ctx, pool, schema, func(*pgsched.Job) {
+		if done.Add(1) == int64(b.n) {
+			close(finished)
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	defer stopWorker(w)
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	if err := waitEmpty(ctx, pool, schema); err != nil {
+		return 0, err
+	}
+	rate := float64(b.n) / time.Since(start).Seconds()
+	if s := cpuSplit(cpu); s != "" {
+		what := "own ordering_id"
+		if ids > 0 {
+			what = fmt.Sprintf("%d ordering_ids", ids)
+		}
+		fmt.Fprintf(os.Stderr, "burn-down, %s: %.0f tasks/s; %s\n", what, rate, s)
+	}
+	return rate, nil
+}
+
+func (b *bench) burnOwn(ctx context.Context) (float64, error)     { return b.burn(ctx, 0) }
+func (b *bench) burnOrdered(ctx context.Context) (float64, error) { return b.burn(ctx, 1000) }
+
+// percentiles returns the p-th percentiles of lat in milliseconds.
+func percentiles(lat []time.Duration, ps ...int) []float64 {
+	slices.Sort(lat)
+	out := make([]float64, len(ps))
+	for i, p := range ps {
+		out[i] = lat[min(len(lat)*p/100, len(lat)-1)].Seconds() * 1000
+	}
+	return out
+}
+
+func (b *bench) latenessRun(ctx context.Context) ([]float64, error) {
+	lat, err := b.lateness(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return percentiles(lat, 50, 99), nil
+}
+
+// latencies collects start-minus-due times from a handler.
+type latencies struct {
+	mu  sync.Mutex
+	lat []time.Duration
+}
+
+func (l *latencies) record(j *pgsched.Job) {
+	d := time.Since(j.ScheduledAt)
+	l.mu.Lock()
+	l.lat = append(l.lat, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.lat)
+}
+
+// waitFor waits until n samples are in, or fails after timeout.
+func (l *latencies) waitFor(ctx context.Context, n int, timeout time.Duration) ([]time.Duration, error) {
+	deadline := time.Now().Add(timeout)
+	for l.len() < n {
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("only %d of %d tasks ran within %s", l.len(), n, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.lat), nil
+}
+
+// steady enqueues rate tasks/s for d in 10 ms ticks, each scheduled 50 ms
+// ahead so the measure is the scheduler's, not the enqueue's, latency.
+// ordering_ids are prefix plus a sequence number. It returns how many.
+func steady(ctx context.Context, c *pgsched.Client, prefix string, rate int, d time.Duration) (int, error) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	start := time.Now()
+	total := 0
+	for time.Since(start) < d {
+		select {
+		case <-ctx.Done():
+			return total, ctx.Err()
+		case <-tick.C:
+		}
+		due := int(float64(rate) * time.Since(start).Seconds())
+		if due <= total {
+			continue
+		}
+		at := time.Now().Add(50 * time.Millisecond)
+		tasks := make([]pgsched.Task, due-total)
+		for i := range tasks {
+			tasks[i] = pgsched.Task{OrderingID: fmt.Sprint(prefix, total+i), ScheduledAt: at}
+		}
+		if _, err := c.ScheduleMany(ctx, tasks); err != nil {
+			return total, err
+		}
+		total = due
+	}
+	return total, nil
+}
+
+// lateness enqueues tasks due "now" at a steady rate and measures, in the
+// handler, how late each started.
+func (b *bench) lateness(ctx context.Context) ([]time.Duration, error) {
+	pool, c, schema, cleanup, err := b.fresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	var l latencies
+	w, err := b.worker(ctx, pool, schema, l.record)
+	if err != nil {
+		return nil, err
+	}
+	defer stopWorker(w)
+	total, err := steady(ctx, c, "l", b.rate, b.duration)
+	if err != nil {
+		return nil, err
+	}
+	if total == 0 {
+		return nil, errors.New("no task enqueued: -lateness-duration too short")
+	}
+	return l.waitFor(ctx, total, time.Minute)
+}
+
+// sustained runs producers that enqueue due tasks without pause (or at
+// -sustained-rate) while one worker runs them. It returns completed and
+// enqueued tasks/s over the window and the tasks pending or running at its
+// end.
+func (b *bench) sustained(ctx context.Context) ([]float64, error) {
+	pool, c, schema, cleanup, err := b.fresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	var done, enqueued atomic.Int64
+	w, err := b.worker(ctx, pool, schema, func(*pgsched.Job) { done.Add(1) })
+	if err != nil {
+		return nil, err
+	}
+	defer stopWorker(w)
+
+	pctx, stopProducers := context.WithCancel(ctx)
+	defer stopProducers()
+	var wg sync.WaitGroup
+	errs := make([]error, b.sustainedProducers)
+	start := time.Now()
+	for p := range b.sustainedProducers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seq := 0
+			for pctx.Err() == nil {
+				if b.sustainedRate > 0 {
+					// Each producer keeps to its share of the rate.
+					share := float64(b.sustainedRate) / float64(b.sustainedProducers)
+					ahead := time.Duration(float64(seq)/share*float64(time.Second)) - time.Since(start)
+					if ahead > 0 {
+						select {
+						case <-pctx.Done():
+							return
+						case <-time.After(ahead):
+						}
+					}
+				}
+				at := time.Now()
+				tasks := make([]pgsched.Task, b.sustainedBatch)
+				for i := range tasks {
+					tasks[i] = pgsched.Task{OrderingID: fmt.Sprintf("p%d-%d", p, seq+i), ScheduledAt: at}
+				}
+				if _, err := c.ScheduleMany(pctx, tasks); err != nil {
+					if pctx.Err() == nil {
+						errs[p] = err
+					}
+					return
+				}
+				seq += len(tasks)
+				enqueued.Add(int64(len(tasks)))
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(b.sustainedDuration):
+	}
+	completed, added := done.Load(), enqueued.Load()
+	elapsed := time.Since(start).Seconds()
+	stopProducers()
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var backlog int64
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+schema+".tasks").Scan(&backlog); err != nil {
+		return nil, err
+	}
+	return []float64{float64(completed) / elapsed, float64(added) / elapsed, float64(backlog)}, nil
+}
+
+// backlogWindow is how many completions the first and last drain rates span:
+// 100k, or half the backlog when it is smaller than 200k.
+func (b *bench) backlogWindow() int { return min(100_000, b.backlogN/2) }
+
+// backlog loads -backlog tasks already due, then starts one worker and stamps
+// each handler call. It returns the drain rate over the first and the last
+// window of completions and over the whole drain (from worker start until
+// every outcome is recorded).
+func (b *bench) backlog(ctx context.Context) ([]float64, error) {
+	pool, c, schema, cleanup, err := b.fresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	m := b.backlogN
+	if err := enqueueLoad(ctx, c, m, 0, -time.Second); err != nil {
+		return nil, err
+	}
+	if err := analyze(ctx, pool, schema); err != nil {
+		return nil, err
+	}
+	stamps := make([]time.Time, m)
+	var done atomic.Int64
+	finished := make(chan struct{})
+	start := time.Now()
+	w, err := b.worker(ctx, pool, schema, func(*pgsched.Job) {
+		i := done.Add(1) - 1
+		if i < int64(m) {
+			stamps[i] = time.Now()
+		}
+		if i == int64(m)-1 {
+			close(finished)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer stopWorker(w)
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if err := waitEmpty(ctx, pool, schema); err != nil {
+		return nil, err
+	}
+	all := float64(m) / time.Since(start).Seconds()
+	// Stamps are taken after an atomic increment, so neighbours may be out
+	// of order by a hair; the window edges are sorted to be safe.
+	slices.SortFunc(stamps, func(a, b time.Time) int { return a.Compare(b) })
+	k := b.backlogWindow()
+	first := float64(k-1) / stamps[k-1].Sub(stamps[0]).Seconds()
+	last := float64(k-1) / stamps[m-1].Sub(stamps[m-k]).Seconds()
+	return []float64{first, last, all, 100 * last / first}, nil
+}
