@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/pgtest"
 )
 
 // TestCancelRunningInAnotherProcess: a task runs on a worker process; an
@@ -115,4 +116,37 @@ func TestCancelQueuedTask(t *testing.T) {
 	}
 	msg, _ := lastDeadError(t, b, waiting)
 	require.Equal(t, "pgsched: task cancelled by an operator (pgsched.cancel_running)", msg)
+}
+
+// TestCancelRunningFromSQL: cancel_running asks once per task and refuses
+// a key that is pending, waiting behind its head, or unknown, with the
+// same error the Go client maps to ErrNotFound. Rows come from the row
+// factory: no node runs here.
+func TestCancelRunningFromSQL(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	at := time.Now().Truncate(time.Microsecond)
+	id := b.db.InsertTask(t, pgtest.TaskRow{OrderingID: "r", ScheduledAt: at, State: "running", Attempt: 1})
+	b.db.InsertTask(t, pgtest.TaskRow{OrderingID: "r", ScheduledAt: at.Add(time.Second), State: "backlog"})
+	b.db.InsertTask(t, pgtest.TaskRow{OrderingID: "p", ScheduledAt: at, State: "pending"})
+
+	for i, want := range []bool{true, false} {
+		ok, err := b.client.CancelRunning(ctx, pgsched.Key{OrderingID: "r", ScheduledAt: at})
+		require.NoError(t, err)
+		require.Equal(t, want, ok, "call %d", i)
+	}
+	var got int64
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT task_id FROM "+b.db.Schema+".cancel_requests").Scan(&got))
+	require.Equal(t, id, got)
+	for _, k := range []pgsched.Key{
+		{OrderingID: "r", ScheduledAt: at.Add(time.Second)},
+		{OrderingID: "p", ScheduledAt: at},
+		{OrderingID: "nobody", ScheduledAt: at},
+	} {
+		_, err := b.client.CancelRunning(ctx, k)
+		require.ErrorIs(t, err, pgsched.ErrNotFound, "%+v", k)
+		_, err = b.db.Pool.Exec(ctx, "SELECT "+b.db.Schema+".cancel_running($1, $2, $3)", k.OrderingID, k.ScheduledAt, k.UniquenessKey)
+		require.ErrorContains(t, err, "is not running", "%+v", k)
+	}
 }

@@ -97,6 +97,21 @@ type WorkerConfig struct {
 	Logger *slog.Logger
 	// Registerer receives the worker's metrics. Defaults to none.
 	Registerer prometheus.Registerer
+
+	// onOutcome sees every outcome this worker records (tests set it
+	// through export_test.go, to wait on events instead of polling).
+	onOutcome func(Outcome)
+}
+
+// Outcome is how one run of a task ended, once recorded: completed,
+// retry, dead, release, or fenced (not recorded: the node no longer held
+// the task).
+type Outcome struct {
+	Key     Key
+	ID      int64
+	Kind    string
+	Attempt int
+	Result  string
 }
 
 // RetryPolicy says how a failing kind is retried.

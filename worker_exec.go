@@ -20,6 +20,10 @@ func (w *Worker) onClaimed(job *dispatch.Job) {
 }
 
 func (w *Worker) onFinished(job *dispatch.Job, res dispatch.Result, ran time.Duration) {
+	if f := w.cfg.onOutcome; f != nil {
+		f(Outcome{Key: Key{OrderingID: job.OrderingID, ScheduledAt: job.ScheduledAt, UniquenessKey: job.UniquenessKey},
+			ID: job.ID, Kind: job.Kind, Attempt: job.Attempt, Result: res.Outcome})
+	}
 	w.metrics.Running.Dec()
 	w.metrics.Executed.WithLabelValues(job.Kind, res.Outcome).Inc()
 	w.metrics.Duration.WithLabelValues(job.Kind).Observe(ran.Seconds())

@@ -71,6 +71,7 @@ func TestWorkerRunsTasksInOrder(t *testing.T) {
 		return nil
 	})}
 	cfg.Concurrency = 20
+	outcomes := watchOutcomes(&cfg)
 	startWorker(t, b.db, cfg)
 
 	now := time.Now()
@@ -82,7 +83,8 @@ func TestWorkerRunsTasksInOrder(t *testing.T) {
 	}
 	_, err := b.client.ScheduleMany(context.Background(), tasks)
 	require.NoError(t, err)
-	eventually(t, 20*time.Second, func() bool { return countRows(t, b, "tasks") == 0 }, "all tasks done")
+	outcomes.completed(t, 600, 20*time.Second)
+	require.Equal(t, 0, countRows(t, b, "tasks"), "every outcome recorded")
 	mu.Lock()
 	defer mu.Unlock()
 	for k := range 30 {
@@ -215,10 +217,12 @@ func TestTransactionalHandler(t *testing.T) {
 		}
 		return nil
 	})}
+	outcomes := watchOutcomes(&cfg)
 	startWorker(t, b.db, cfg)
 	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "tx", ScheduledAt: time.Now()})
 	require.NoError(t, err)
-	eventually(t, 10*time.Second, func() bool { return countRows(t, b, "tasks") == 0 }, "task done")
+	outcomes.completed(t, 1, 10*time.Second)
+	require.Equal(t, 1, outcomes.count("retry"), "the first run failed and was retried")
 	require.Equal(t, 1, countRows(t, b, "effects"), "the failed run's write rolled back, the retry's committed")
 	require.Equal(t, 1, countRows(t, b, "completions"))
 }
@@ -249,6 +253,7 @@ func TestChainsFlowWithoutPolling(t *testing.T) {
 	cfg.TxHandlers = map[string]pgsched.TxHandler{
 		"tx": pgsched.TxHandlerFunc(func(ctx context.Context, tx pgx.Tx, job *pgsched.Job) error { record(job); return nil }),
 	}
+	outcomes := watchOutcomes(&cfg)
 	startWorker(t, b.db, cfg)
 
 	// One chain at a time, so no other outcome's signal carries it.
@@ -268,7 +273,7 @@ func TestChainsFlowWithoutPolling(t *testing.T) {
 		}
 		_, err := b.client.ScheduleMany(ctx, tasks)
 		require.NoError(t, err)
-		eventually(t, 10*time.Second, func() bool { return countRows(t, b, "tasks") == 0 }, "the %s chain done without polling", kind)
+		outcomes.completed(t, len(want["tx"])+len(want["plain"])+len(want["later"]), 10*time.Second)
 	}
 	mu.Lock()
 	defer mu.Unlock()

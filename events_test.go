@@ -1,0 +1,66 @@
+package pgsched_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pgsched/pgsched"
+)
+
+// outcomeLog collects the outcomes a worker records; waitFor wakes on each
+// new one instead of polling.
+type outcomeLog struct {
+	mu      sync.Mutex
+	list    []pgsched.Outcome
+	changed chan struct{}
+}
+
+// watchOutcomes hooks a log into cfg; workers built from it report to it.
+func watchOutcomes(cfg *pgsched.WorkerConfig) *outcomeLog {
+	l := &outcomeLog{changed: make(chan struct{}, 1)}
+	pgsched.SetOnOutcome(cfg, func(o pgsched.Outcome) {
+		l.mu.Lock()
+		l.list = append(l.list, o)
+		l.mu.Unlock()
+		select {
+		case l.changed <- struct{}{}:
+		default:
+		}
+	})
+	return l
+}
+
+// count returns how many recorded outcomes have result ("" for any).
+func (l *outcomeLog) count(result string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, o := range l.list {
+		if result == "" || o.Result == result {
+			n++
+		}
+	}
+	return n
+}
+
+// waitFor waits until cond holds over the outcomes so far, waking on each
+// new outcome; it fails the test after within.
+func (l *outcomeLog) waitFor(t *testing.T, within time.Duration, cond func(*outcomeLog) bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	for !cond(l) {
+		select {
+		case <-l.changed:
+		case <-deadline.C:
+			t.Fatalf("not within %s: "+msg, append([]any{within}, args...)...)
+		}
+	}
+}
+
+// completed waits until n outcomes are completions.
+func (l *outcomeLog) completed(t *testing.T, n int, within time.Duration) {
+	t.Helper()
+	l.waitFor(t, within, func(l *outcomeLog) bool { return l.count("completed") >= n }, "%d tasks completed (%d so far)", n, l.count("completed"))
+}
