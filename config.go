@@ -47,6 +47,12 @@ type WorkerConfig struct {
 	Retry     RetryPolicy
 	KindRetry map[string]RetryPolicy
 
+	// Recurring schedules are created or updated at Start (as
+	// Client.UpsertRecurring does), so a program declares its recurring
+	// work where it declares its handlers. Schedules not listed are left
+	// as they are: delete them with Client.DeleteRecurring.
+	Recurring []Recurring
+
 	// NodeID names this worker node. Defaults to host name and pid.
 	NodeID string
 	// Concurrency is how many tasks run at once on this node. Defaults to

@@ -103,7 +103,8 @@ func schemaObjects(t *testing.T, schema string) (tables map[string]string, views
 	return tables, views, calls
 }
 
-var enqueueFuncs = map[string]bool{"schedule": true, "schedule_many": true, "cancel": true, "reschedule": true}
+var enqueueFuncs = map[string]bool{"schedule": true, "schedule_many": true, "cancel": true, "reschedule": true,
+	"recurring_upsert": true, "recurring_pause": true, "recurring_resume": true, "recurring_delete": true}
 
 // requireNoExecute: role may not execute the schema's function name, by
 // the catalog and by calling it.
@@ -175,6 +176,9 @@ func TestRolesEnqueueAndRead(t *testing.T) {
 			requireDenied(t, err, name)
 		}
 		for name, call := range calls {
+			if name == "partition_of" { // the views call it; it only computes
+				continue
+			}
 			requireNoExecute(t, conn, schema+"_read", schema, name, call)
 		}
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/pgsched/pgsched/internal/dispatch"
 	"github.com/pgsched/pgsched/internal/lease"
 	"github.com/pgsched/pgsched/internal/metrics"
+	"github.com/pgsched/pgsched/internal/recurring"
 	"github.com/pgsched/pgsched/internal/store"
 )
 
@@ -163,6 +164,14 @@ func (w *Worker) checkSchema(ctx context.Context, ctl *pgxpool.Pool) (store.Sett
 	if _, err := w.store.EnsureCompletionPartitions(ctx, ctl, 3); err != nil {
 		return settings, startError(fmt.Errorf("preparing completion partitions: %w", err))
 	}
+	for _, r := range w.cfg.Recurring {
+		res, err := w.store.RecurringUpsert(ctx, ctl, r.def())
+		if err != nil {
+			return settings, startError(fmt.Errorf("recurring schedule %q: %w", r.Name, err))
+		}
+		w.logger.Info("recurring schedule "+map[string]string{"inserted": "created", "updated": "upserted"}[res],
+			"schedule", r.Name, "spec", r.Spec, "time_zone", r.TimeZone, "kind", r.Kind, "missed", r.Missed)
+	}
 	return settings, nil
 }
 
@@ -222,9 +231,23 @@ func (w *Worker) build(ctl *pgxpool.Pool) (*parts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgsched: %w", err)
 	}
+	ticks := &recurring.Materializer{Store: w.store, DB: ctl, Horizon: w.cfg.LeaseTTL, Logger: w.logger,
+		Events: recurring.Events{
+			Created: func(n, catchUps int) {
+				w.metrics.RecurringTicks.WithLabelValues("on_time").Add(float64(n - catchUps))
+				w.metrics.RecurringTicks.WithLabelValues("catch_up").Add(float64(catchUps))
+			},
+			Skipped: func(n int) { w.metrics.RecurringTicks.WithLabelValues("skipped").Add(float64(n)) },
+		}}
 	p.leader, err = lease.NewLeader(lease.LeaderConfig{
 		Node: p.node, Store: w.store, DB: ctl, TTL: w.cfg.LeaseTTL, Interval: w.cfg.ClusterInterval, Wake: p.leaderWake,
-		Round: planner.Round, Logger: w.logger,
+		Round: func(ctx context.Context, l lease.Leadership) {
+			planner.Round(ctx, l)
+			if err := ticks.Round(ctx); err != nil && ctx.Err() == nil {
+				w.logger.Warn("creating recurring ticks failed; the next round tries again", "error", err)
+			}
+		},
+		Logger: w.logger,
 		Events: lease.LeaderEvents{
 			Won: func(int64) {
 				w.metrics.LeaderCurrent.Set(1)

@@ -79,6 +79,12 @@ func checkConfig(cfg WorkerConfig) error {
 	if err := checkRetry("Retry", cfg.Retry); err != nil {
 		return err
 	}
+	for i, r := range cfg.Recurring {
+		if err := r.Check(); err != nil {
+			field := fmt.Sprintf("Recurring[%d]", i)
+			return &ConfigError{Field: field, Err: fmt.Errorf("%s: %w", field, err)}
+		}
+	}
 	for kind, p := range cfg.KindRetry {
 		if err := checkRetry(fmt.Sprintf("KindRetry[%q]", kind), p); err != nil {
 			return err

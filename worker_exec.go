@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/pgsched/pgsched/internal/dispatch"
@@ -49,7 +50,11 @@ func (w *Worker) handlerFor(kind string) (kindHandler, bool) {
 // exec runs a job's handler and turns its error into an outcome.
 func (w *Worker) exec(ctx context.Context, dj *dispatch.Job) dispatch.Result {
 	if dj.Attempt == 1 {
-		w.metrics.Lateness.Observe(max(dj.StartLateness().Seconds(), 0))
+		late := max(dj.StartLateness().Seconds(), 0)
+		w.metrics.Lateness.Observe(late)
+		if strings.HasPrefix(dj.UniquenessKey, "tick ") {
+			w.metrics.RecurringLateness.Observe(late)
+		}
 	}
 	job := &Job{
 		ID: dj.ID, OrderingID: dj.OrderingID, ScheduledAt: dj.ScheduledAt, UniquenessKey: dj.UniquenessKey,

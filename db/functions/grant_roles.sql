@@ -4,13 +4,15 @@
 -- `migrate -roles` does), each gets what its job needs and no more:
 --
 --   <schema>_enqueue  the enqueue functions only: schedule, schedule_many,
---                     cancel, reschedule. They are SECURITY DEFINER with a
+--                     cancel, reschedule and recurring_upsert, _pause,
+--                     _resume, _delete. They are SECURITY DEFINER with a
 --                     fixed search_path, so the role needs no table access.
 --   <schema>_worker   what a worker does: every table's rows, the
 --                     sequences, every function (completion partitions are
 --                     created and dropped by ensure_completion_partitions,
 --                     SECURITY DEFINER, so it need not own the schema).
---   <schema>_read     SELECT on the views.
+--   <schema>_read     SELECT on the views (and partition_of, which a view
+--                     calls with its reader's rights).
 --
 -- The migrator calls it after every change to the SQL objects, since a
 -- function dropped and created anew, a new table or a new view starts with
@@ -40,7 +42,8 @@ BEGIN
     EXECUTE format('GRANT USAGE ON SCHEMA %I TO %I, %I, %I', s, enq, wrk, rd);
     FOR r IN
         SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-        WHERE n.nspname = s AND p.proname IN ('schedule', 'schedule_many', 'cancel', 'reschedule')
+        WHERE n.nspname = s AND p.proname IN ('schedule', 'schedule_many', 'cancel', 'reschedule',
+                                              'recurring_upsert', 'recurring_pause', 'recurring_resume', 'recurring_delete')
     LOOP
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', r, enq);
     END LOOP;
@@ -51,6 +54,13 @@ BEGIN
              WHERE n.nspname = s AND c.relkind = 'v'
     LOOP
         EXECUTE format('GRANT SELECT ON %I.%I TO %I', s, r, rd);
+    END LOOP;
+    -- A view's functions run with its reader's rights; partition_of only
+    -- computes.
+    FOR r IN SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+             WHERE n.nspname = s AND p.proname = 'partition_of'
+    LOOP
+        EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', r, rd);
     END LOOP;
     RETURN true;
 END

@@ -182,6 +182,35 @@ type PgschedPending struct {
 	NextRunAt   interface{}
 }
 
+type PgschedRecurring struct {
+	Name       string
+	Spec       string
+	TimeZone   string
+	Kind       string
+	Missed     string
+	Paused     bool
+	NextRunAt  interface{}
+	LastRunAt  time.Time
+	LastResult string
+	Payload    []byte
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
+}
+
+type PgschedRecurringSchedule struct {
+	Name      string
+	Spec      string
+	TimeZone  string
+	Kind      string
+	Payload   []byte
+	Missed    string
+	Paused    bool
+	NextTick  *time.Time
+	LastTick  *time.Time
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
 type PgschedRunning struct {
 	PartitionID   int32
 	OrderingID    string

@@ -23,6 +23,7 @@ func TestPromlint(t *testing.T) {
 	m.Dead.WithLabelValues("k").Inc()
 	m.Duration.WithLabelValues("k").Observe(0.1)
 	m.BuildInfo.WithLabelValues("v1.0.0", "go1.26").Set(1)
+	m.RecurringTicks.WithLabelValues("on_time").Inc()
 	scheduled.WithLabelValues("inserted").Inc()
 
 	mfs, err := reg.Gather()
@@ -31,7 +32,7 @@ func TestPromlint(t *testing.T) {
 	for i, mf := range mfs {
 		names[i] = mf.GetName()
 	}
-	require.Len(t, names, 27, "every metric is gathered: %v", names)
+	require.Len(t, names, 29, "every metric is gathered: %v", names)
 	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
 	require.NoError(t, err)
 	for _, p := range problems {

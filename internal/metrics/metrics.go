@@ -42,6 +42,8 @@ type Metrics struct {
 	StandInsActive    prometheus.Gauge
 	NodesDepleted     prometheus.Counter
 	KindsPaused       prometheus.Gauge
+	RecurringTicks    *prometheus.CounterVec
+	RecurringLateness prometheus.Histogram
 	// BuildInfo is 1, labelled with the pgsched version and Go release
 	// the worker runs: what a dashboard shows during a rolling upgrade.
 	BuildInfo *prometheus.GaugeVec
@@ -134,6 +136,13 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		KindsPaused: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pgsched_kinds_paused", Help: "Kinds paused cluster-wide (pgsched.pause_kind), as this node last read them.",
 		}),
+		RecurringTicks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "pgsched_recurring_ticks_total", Help: "Ticks of recurring schedules this node, as leader, created on time (on_time) or as catch-ups of missed ones (catch_up), and missed ticks it skipped under the schedule's policy (skipped).",
+		}, []string{"type"}),
+		RecurringLateness: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "pgsched_recurring_tick_lateness_seconds", Help: "Start time minus tick time of the recurring ticks this node ran, first attempts.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 60},
+		}),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pgsched_build_info", Help: "Always 1: the pgsched version and Go release this worker was built with, as labels.",
 		}, []string{"version", "go_version"}),
@@ -142,7 +151,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		for _, c := range []prometheus.Collector{m.Executed, m.Retried, m.Dead, m.Claimed, m.HandedOver, m.Reconciled, m.Running, m.Pending,
 			m.Lateness, m.Duration, m.Rescued, m.NodesActive, m.NodesInactive, m.LeaseEpoch, m.LeaseLost,
 			m.LeaseRenewed, m.Partitions, m.PartitionsServed, m.LeaderCurrent, m.LeaderClaimed, m.LeaderRefreshed,
-			m.BackupAssignments, m.StandInsActive, m.NodesDepleted, m.KindsPaused, m.BuildInfo} {
+			m.BackupAssignments, m.StandInsActive, m.NodesDepleted, m.KindsPaused, m.RecurringTicks, m.RecurringLateness, m.BuildInfo} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -1,0 +1,38 @@
+-- recurring_materialize creates a schedule's next ticks as tasks and moves
+-- its next_tick on, if next_tick is still p_expected (compare and set: of
+-- two nodes materializing the same ticks, one does, the other changes
+-- nothing) and the schedule is not paused. A tick is a task of the
+-- schedule's kind and payload with ordering_id the schedule's name,
+-- uniqueness_key 'tick ' and the tick's time in UTC, and scheduled_at the
+-- tick, or, for a tick already past (a catch-up), now plus its place in
+-- the batch in microseconds, so catch-ups run at once, in order. Returns
+-- the ticks created, or -1 when the compare failed.
+CREATE OR REPLACE FUNCTION pgsched.recurring_materialize(p_name text, p_expected timestamptz, p_next timestamptz,
+                                                         p_ticks timestamptz[])
+RETURNS integer
+LANGUAGE plpgsql
+AS $$
+DECLARE
+    r pgsched.recurring_schedules;
+    n integer := coalesce(cardinality(p_ticks), 0);
+BEGIN
+    UPDATE pgsched.recurring_schedules s
+    SET next_tick = p_next, last_tick = coalesce(p_ticks[n], s.last_tick)
+    WHERE s.name = p_name AND NOT s.paused AND s.next_tick IS NOT DISTINCT FROM p_expected
+    RETURNING s.* INTO r;
+    IF NOT FOUND THEN
+        RETURN -1;
+    END IF;
+    IF n > 0 THEN
+        PERFORM pgsched.schedule_many(
+            array_fill(p_name, ARRAY[n]),
+            ARRAY(SELECT greatest(t.tick, now() + make_interval(secs => t.i / 1e6))
+                  FROM unnest(p_ticks) WITH ORDINALITY AS t(tick, i) ORDER BY t.i),
+            ARRAY(SELECT 'tick ' || to_char(t.tick AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+                  FROM unnest(p_ticks) WITH ORDINALITY AS t(tick, i) ORDER BY t.i),
+            array_fill(r.payload, ARRAY[n]),
+            array_fill(r.kind, ARRAY[n]));
+    END IF;
+    RETURN n;
+END
+$$;

@@ -1,0 +1,164 @@
+// Package recurring turns recurring schedules into tasks. The cluster's
+// leader runs Round every cluster interval: for each schedule whose next
+// tick falls within the horizon it computes the ticks (internal/cronspec,
+// in the schedule's time zone) and creates them as ordinary tasks in one
+// call that also moves the schedule's next tick on by compare and set
+// (pgsched.recurring_materialize). A tick is therefore created once even
+// when two nodes lead at once for a moment, and never lost when a leader
+// dies: the next leader starts from the schedule's stored next tick.
+//
+// Ticks are created a lease TTL ahead, so a leader failover does not make
+// them late. A tick that is already more than Tolerance in the past when
+// it is reached was missed (no node led then); the schedule's policy says
+// what happens to missed ticks: skip them, run one catch-up (the latest),
+// or run all of them (at most MaxCatchUp, the latest), in order, at once.
+package recurring
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pgsched/pgsched/internal/cronspec"
+	"github.com/pgsched/pgsched/internal/store"
+)
+
+// MaxCatchUp caps the missed ticks the "all" policy runs.
+const MaxCatchUp = 100
+
+// Tolerance is how far in the past a tick may be when it is reached and
+// still count as on time rather than missed.
+const Tolerance = time.Second
+
+// Events observe the materializer (metrics). Any field may be nil.
+type Events struct {
+	// Created counts ticks created, of which missed ones run as catch-ups.
+	Created func(ticks, catchUps int)
+	// Missed counts ticks skipped under the schedule's policy.
+	Skipped func(n int)
+}
+
+// Materializer creates the ticks of due schedules.
+type Materializer struct {
+	Store   *store.Store
+	DB      store.DBTX
+	Horizon time.Duration
+	Logger  *slog.Logger
+	Events  Events
+
+	mu    sync.Mutex
+	specs map[string]cronspec.Schedule
+}
+
+// Round creates the ticks due within the horizon for up to 1000 schedules.
+func (m *Materializer) Round(ctx context.Context) error {
+	due, err := m.Store.RecurringDueWithin(ctx, m.DB, m.Horizon, 1000)
+	if err != nil {
+		return err
+	}
+	for _, d := range due {
+		if err := m.one(ctx, d); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			m.Logger.Warn("creating the ticks of a recurring schedule failed; will retry", "schedule", d.Name, "error", err)
+		}
+	}
+	return nil
+}
+
+func (m *Materializer) schedule(spec string) (cronspec.Schedule, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s, ok := m.specs[spec]; ok {
+		return s, nil
+	}
+	s, err := cronspec.Parse(spec)
+	if err != nil {
+		return s, err
+	}
+	if m.specs == nil || len(m.specs) > 10000 {
+		m.specs = map[string]cronspec.Schedule{}
+	}
+	m.specs[spec] = s
+	return s, nil
+}
+
+func (m *Materializer) one(ctx context.Context, d store.RecurringDue) error {
+	sched, err := m.schedule(d.Spec)
+	if err != nil {
+		return fmt.Errorf("spec %q: %w", d.Spec, err)
+	}
+	loc, err := cronspec.LoadZone(d.TimeZone)
+	if err != nil {
+		return err
+	}
+	now := d.DBNow
+	next := now
+	if d.NextTick != nil {
+		next = *d.NextTick
+	} else {
+		next = sched.Next(now, loc)
+	}
+	var missed []time.Time
+	trimmed := 0 // missed ticks beyond the latest MaxCatchUp
+	for steps := 0; !next.IsZero() && next.Before(now.Add(-Tolerance)); steps++ {
+		if steps == 1_000_000 {
+			// Down for very long: jump to the last tick before now.
+			trimmed += len(missed)
+			missed = missed[:0]
+			for t := sched.Next(now.Add(-Tolerance-time.Duration(MaxCatchUp)*time.Minute), loc); !t.IsZero() && t.Before(now.Add(-Tolerance)); t = sched.Next(t, loc) {
+				next = t
+			}
+		}
+		if len(missed) == MaxCatchUp {
+			missed = missed[1:]
+			trimmed++
+		}
+		missed = append(missed, next)
+		next = sched.Next(next, loc)
+	}
+	skipped := trimmed
+	var ticks []time.Time
+	switch d.Missed {
+	case "all":
+		ticks = missed
+	case "one":
+		if len(missed) > 0 {
+			ticks = missed[len(missed)-1:]
+			skipped += len(missed) - 1
+		}
+	default: // skip
+		skipped += len(missed)
+	}
+	catchUps := len(ticks)
+	horizon := now.Add(m.Horizon)
+	for !next.IsZero() && !next.After(horizon) {
+		ticks = append(ticks, next)
+		next = sched.Next(next, loc)
+	}
+	if next.IsZero() {
+		// No tick within the search limit: park it far ahead.
+		next = now.AddDate(100, 0, 0)
+	}
+	created, err := m.Store.RecurringMaterialize(ctx, m.DB, d.Name, d.NextTick, next, ticks)
+	if err != nil {
+		return err
+	}
+	if created < 0 {
+		return nil // another node did it, or the schedule changed meanwhile
+	}
+	if len(missed) > 0 {
+		m.Logger.Info("recurring schedule missed ticks while no node ran", "schedule", d.Name, "missed", len(missed)+trimmed,
+			"policy", d.Missed, "catch_up_runs", catchUps, "first_missed", missed[0], "last_missed", missed[len(missed)-1])
+	}
+	if f := m.Events.Created; f != nil && created > 0 {
+		f(created, catchUps)
+	}
+	if f := m.Events.Skipped; f != nil && skipped > 0 {
+		f(skipped)
+	}
+	return nil
+}

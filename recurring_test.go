@@ -1,0 +1,308 @@
+package pgsched_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsched/pgsched"
+)
+
+// tickLog records every tick a handler ran: its schedule, tick time (from
+// the uniqueness key), scheduled time and start and end.
+type tickLog struct {
+	mu   sync.Mutex
+	runs []tickRun
+}
+
+type tickRun struct {
+	name            string
+	tick, scheduled time.Time
+	payload         string
+	started, ended  time.Time
+}
+
+func (l *tickLog) handler(t *testing.T) pgsched.Handler {
+	return pgsched.HandlerFunc(func(_ context.Context, job *pgsched.Job) error {
+		started := time.Now()
+		tick, err := time.Parse(time.RFC3339, strings.TrimPrefix(job.UniquenessKey, "tick "))
+		if err != nil {
+			t.Errorf("tick %s has uniqueness_key %q", job.OrderingID, job.UniquenessKey)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.runs = append(l.runs, tickRun{name: job.OrderingID, tick: tick, scheduled: job.ScheduledAt,
+			payload: string(job.Payload), started: started, ended: time.Now()})
+		return nil
+	})
+}
+
+func (l *tickLog) of(name string) []tickRun {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []tickRun
+	for _, r := range l.runs {
+		if r.name == name {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func recurringWorker(t *testing.T, b clientBundle, id string, l *tickLog) *pgsched.Worker {
+	cfg := fastConfig(b.db.Schema)
+	cfg.NodeID = id
+	cfg.Handlers = map[string]pgsched.Handler{"*": l.handler(t)}
+	return startWorker(t, b.db, cfg)
+}
+
+// TestRecurringSpecParity: SQL's recurring_spec_error accepts and refuses
+// exactly what the Go parser does, with the same message.
+func TestRecurringSpecParity(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	specs := []string{
+		"* * * * *", "30 2 * * *", "15 30 2 * * *", "0 0 29 2 *", "0 0 31 * *", "*/15 * * * *", "0 9 * * MON-FRI",
+		"0 0 13 * FRI", "0 0 1 JAN,jul *", "0 0 * * 7", "5/15 * * * *", "1-10/3 * * * *", "0 0 30 2 *",
+		"@hourly", "@daily", "@midnight", "@weekly", "@monthly", "@yearly", "@annually", "@HOURLY", "@every 1s", "@every 1h30m",
+		"@every 90s", "@every 1.5h", "@every +5m",
+		"", "   ", "* * * *", "* * * * * * *", "61 * * * *", "* 24 * * *", "* * 0 * *", "* * 32 * *", "* * * 13 *",
+		"* * * * 8", "*/0 * * * *", "*/61 * * * *", "*,5 * * * *", "5-1 * * * *", "FRI-MON * * * *", "* * * * FRI-MON",
+		"1,,2 * * * *", "0 0 L * *", "0 0 * * 5#3", "0 0 ? * *", "a * * * *", "-5 * * * *", "5- * * * *", "1/ * * * *",
+		"1/x * * * *", "1-2-3 * * * *", "00001 * * * *", "@every", "@every 500ms", "@every 1.5s", "@every -1s", "@every 0",
+		"@every 1x", "@every 1s 2s", "@daily 5", "@sometimes", "*/5,10 * * * *", "* * * JANUARY *",
+	}
+	for _, spec := range specs {
+		var goMsg string
+		if err := (pgsched.Recurring{Name: "x", Spec: spec}).Check(); err != nil {
+			goMsg = strings.TrimPrefix(err.Error(), "invalid task: recurring schedule: spec: ")
+		}
+		var sqlMsg *string
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT "+b.db.Schema+".recurring_spec_error($1)", spec).Scan(&sqlMsg))
+		got := ""
+		if sqlMsg != nil {
+			got = *sqlMsg
+		}
+		require.Equal(t, goMsg, got, "spec %q", spec)
+	}
+}
+
+// TestRecurringBadInput: every invalid field is refused by SQL and by Go
+// with an error naming it, and nothing is stored.
+func TestRecurringBadInput(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		r    pgsched.Recurring
+		want string
+	}{
+		{pgsched.Recurring{Spec: "@daily"}, "name is required"},
+		{pgsched.Recurring{Name: strings.Repeat("n", 256), Spec: "@daily"}, "name is 256 bytes"},
+		{pgsched.Recurring{Name: "a", Spec: "61 * * * *"}, `spec: minute field "61"`},
+		{pgsched.Recurring{Name: "a", Spec: "@daily", TimeZone: "Mars/Olympus"}, `time_zone "Mars/Olympus"`},
+		{pgsched.Recurring{Name: "a", Spec: "@daily", TimeZone: "Local"}, `time_zone "Local"`},
+		{pgsched.Recurring{Name: "a", Spec: "@daily", Missed: "twice"}, `missed must be skip, one or all, got "twice"`},
+	} {
+		_, err := b.client.UpsertRecurring(ctx, tc.r)
+		require.ErrorIs(t, err, pgsched.ErrInvalidTask, "%+v", tc.r)
+		require.ErrorContains(t, err, tc.want)
+		_, err = b.db.Pool.Exec(ctx, "SELECT "+b.db.Schema+".recurring_upsert($1, $2, 'k', '{}', $3, $4)",
+			tc.r.Name, tc.r.Spec, tc.r.TimeZone, tc.r.Missed)
+		var pgErr *pgconn.PgError
+		require.True(t, errors.As(err, &pgErr), "%v", err)
+		require.Equal(t, "PGS01", pgErr.Code)
+		require.Contains(t, pgErr.Message, tc.want)
+	}
+	require.Equal(t, 0, countRows(t, b, "recurring_schedules"), "nothing stored")
+}
+
+// TestRecurringTicksOnce: three nodes, five schedules ticking every
+// second: every tick from the first to the last runs exactly once, ticks
+// of one schedule in order and never overlapping, and the view says what
+// ran last.
+func TestRecurringTicksOnce(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	l := &tickLog{}
+	for i := range 3 {
+		recurringWorker(t, b, fmt.Sprint("rc-", i), l)
+	}
+	names := []string{"r0", "r1", "r2", "r3", "r4"}
+	for _, n := range names {
+		res, err := b.client.UpsertRecurring(ctx, pgsched.Recurring{Name: n, Spec: "@every 1s", Kind: "beat"})
+		require.NoError(t, err)
+		require.Equal(t, pgsched.Inserted, res)
+	}
+	for _, n := range names {
+		eventually(t, 20*time.Second, func() bool { return len(l.of(n)) >= 4 }, "%s ticks", n)
+	}
+	for _, n := range names {
+		runs := l.of(n)
+		for i, r := range runs {
+			require.True(t, r.scheduled.Equal(r.tick), "%s: an on-time tick is scheduled at its time", n)
+			require.Zero(t, r.tick.Nanosecond(), "@every 1s ticks on whole seconds")
+			if i > 0 {
+				require.Equal(t, time.Second, r.tick.Sub(runs[i-1].tick), "%s: ticks %s then %s: one missing or twice", n, runs[i-1].tick, r.tick)
+				require.False(t, r.started.Before(runs[i-1].ended), "%s: ticks overlap", n)
+			}
+		}
+	}
+	list, err := b.client.ListRecurring(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 5)
+	for _, r := range list {
+		require.Equal(t, "@every 1s", r.Spec)
+		require.False(t, r.NextRunAt.IsZero())
+	}
+}
+
+// TestRecurringMissedTicks: the state an outage leaves (the schedule's
+// next tick five ticks in the past, no node having created them) meets a
+// starting node: skip runs none of the missed ticks, one runs one (the
+// latest), all runs all five in order; every later tick runs on time.
+func TestRecurringMissedTicks(t *testing.T) {
+	t.Parallel()
+	for _, policy := range []string{pgsched.MissedSkip, pgsched.MissedOne, pgsched.MissedAll} {
+		t.Run(policy, func(t *testing.T) {
+			t.Parallel()
+			b := setupClient(t)
+			ctx := context.Background()
+			_, err := b.client.UpsertRecurring(ctx, pgsched.Recurring{Name: "m", Spec: "@every 10s", Missed: policy})
+			require.NoError(t, err)
+			// A phase of the 10s grid where the last tick is at least 2s
+			// old and the next at least 5s away, so which ticks were missed
+			// is certain when the node starts right after.
+			for phase := time.Since(time.Now().Truncate(10 * time.Second)); phase < 2*time.Second || phase > 5*time.Second; phase = time.Since(time.Now().Truncate(10 * time.Second)) {
+				wait := time.NewTimer(100 * time.Millisecond) // the wall clock must move on; nothing else to wait for
+				<-wait.C
+			}
+			last := time.Now().Truncate(10 * time.Second).UTC()
+			first := last.Add(-40 * time.Second)
+			_, err = b.db.Pool.Exec(ctx, "UPDATE "+b.db.Schema+".recurring_schedules SET next_tick = $1", first)
+			require.NoError(t, err)
+			l := &tickLog{}
+			recurringWorker(t, b, "rm-"+policy, l)
+			eventually(t, 20*time.Second, func() bool {
+				for _, r := range l.of("m") {
+					if r.tick.After(last) {
+						return true
+					}
+				}
+				return false
+			}, "the next tick ran on time")
+			var catchUps []time.Time
+			for _, r := range l.of("m") {
+				if r.tick.After(last) {
+					require.True(t, r.scheduled.Equal(r.tick), "on time: tick %s scheduled %s (last %s)", r.tick, r.scheduled, last)
+					continue
+				}
+				require.False(t, r.scheduled.Equal(r.tick), "a missed tick runs as a catch-up, now")
+				catchUps = append(catchUps, r.tick)
+			}
+			switch policy {
+			case pgsched.MissedSkip:
+				require.Empty(t, catchUps)
+			case pgsched.MissedOne:
+				require.Equal(t, []time.Time{last}, catchUps)
+			case pgsched.MissedAll:
+				var want []time.Time
+				for at := first; !at.After(last); at = at.Add(10 * time.Second) {
+					want = append(want, at)
+				}
+				require.Len(t, want, 5)
+				require.Equal(t, want, catchUps, "all five, in order")
+			}
+		})
+	}
+}
+
+// TestRecurringPauseResumeUpdateDelete: each change takes effect from the
+// next tick, from SQL and from Go: a paused schedule creates no ticks and
+// drops the ones not yet due; resume starts again; a new spec and payload
+// apply to every tick after the change; a deleted schedule ticks no more.
+func TestRecurringPauseResumeUpdateDelete(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	s := b.db.Schema
+	l := &tickLog{}
+	recurringWorker(t, b, "rp-1", l)
+	_, err := b.db.Pool.Exec(ctx, "SELECT "+s+`.recurring_upsert('beat', '@every 1s', 'k', '{"v": 1}')`)
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() bool { return len(l.of("beat")) >= 2 }, "ticking")
+
+	var changed bool
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT "+s+".recurring_pause('beat')").Scan(&changed))
+	require.True(t, changed)
+	paused := time.Now()
+	again, err := b.client.PauseRecurring(ctx, "beat")
+	require.NoError(t, err)
+	require.False(t, again, "already paused")
+	var pending int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+s+".tasks WHERE ordering_id = 'beat' AND scheduled_at > now()").Scan(&pending))
+	require.Zero(t, pending, "no tick left ahead")
+	list, err := b.client.ListRecurring(ctx)
+	require.NoError(t, err)
+	require.True(t, list[0].Paused)
+	// Three ticks' time with the schedule paused: none of them runs.
+	before := len(l.of("beat"))
+	marker := time.NewTimer(3 * time.Second) // the ticks must fall due; nothing else to wait for
+	<-marker.C
+	for _, r := range l.of("beat")[before:] {
+		require.False(t, r.tick.After(paused), "tick %s ran though paused at %s", r.tick, paused)
+	}
+
+	resumed, err := b.client.ResumeRecurring(ctx, "beat")
+	require.NoError(t, err)
+	require.True(t, resumed)
+	at := time.Now()
+	eventually(t, 10*time.Second, func() bool {
+		runs := l.of("beat")
+		return len(runs) > 0 && runs[len(runs)-1].tick.After(at)
+	}, "ticking again after the resume")
+
+	res, err := b.client.UpsertRecurring(ctx, pgsched.Recurring{Name: "beat", Spec: "@every 2s", Kind: "k", Payload: []byte(`{"v": 2}`)})
+	require.NoError(t, err)
+	require.Equal(t, pgsched.Updated, res)
+	updated := time.Now()
+	eventually(t, 10*time.Second, func() bool {
+		n := 0
+		for _, r := range l.of("beat") {
+			if r.tick.After(updated) {
+				n++
+			}
+		}
+		return n >= 2
+	}, "two ticks under the new spec")
+	for _, r := range l.of("beat") {
+		if r.tick.After(updated) {
+			require.Zero(t, r.tick.Unix()%2, "tick %s is not on the 2s grid", r.tick)
+			require.JSONEq(t, `{"v": 2}`, r.payload)
+		}
+	}
+
+	deleted, err := b.client.DeleteRecurring(ctx, "beat")
+	require.NoError(t, err)
+	require.True(t, deleted)
+	gone := time.Now()
+	_, err = b.client.PauseRecurring(ctx, "beat")
+	require.ErrorIs(t, err, pgsched.ErrNotFound)
+	marker = time.NewTimer(2500 * time.Millisecond) // a tick's time and more; nothing else to wait for
+	<-marker.C
+	for _, r := range l.of("beat") {
+		require.False(t, r.tick.After(gone), "tick %s ran after the delete", r.tick)
+	}
+	list, err = b.client.ListRecurring(ctx)
+	require.NoError(t, err)
+	require.Empty(t, list)
+}
