@@ -404,3 +404,19 @@ func TestRecurringExactlyOnceAcrossProcesses(t *testing.T) {
 	require.Equal(t, total, completions, "one completion per logged run")
 	t.Logf("%d ticks ran once each over %d schedules", total, schedules)
 }
+
+// TestRecurringZoneParity: SQL takes the time zones Go's LoadZone takes
+// and refuses the rest (abbreviations and POSIX offsets are not zones).
+func TestRecurringZoneParity(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	for _, tz := range []string{"UTC", "Europe/Berlin", "America/New_York", "America/Argentina/Buenos_Aires", "Etc/GMT+3",
+		"EST5EDT", "Japan", "GMT", "CEST", "PST", "UTC+3", "Mars/Olympus", "Local", "../etc/passwd", "Europe//Berlin",
+		"europe/berlin", "Europe/Berlin ", "Asia/Kolkata"} {
+		goOK := (pgsched.Recurring{Name: "x", Spec: "@daily", TimeZone: tz}).Check() == nil
+		var sqlOK bool
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT "+b.db.Schema+".recurring_zone_ok($1)", tz).Scan(&sqlOK))
+		require.Equal(t, goOK, sqlOK, "time zone %q: Go %v, SQL %v", tz, goOK, sqlOK)
+	}
+}

@@ -58,3 +58,16 @@ func cpuSplit(start cpuSample) string {
 	idle := (end.idle - start.idle).Seconds() / wall
 	return fmt.Sprintf("cpu: bench process %.2f cores, rest %.2f, idle %.2f", self, max(busy-self, 0), idle)
 }
+
+// cpuCores returns the cores this process and everything else used since
+// start; ok is false where they cannot be read.
+func cpuCores(start cpuSample) (self, rest float64, ok bool) {
+	end := sampleCPU()
+	wall := end.at.Sub(start.at).Seconds()
+	if wall <= 0 || end.busy == 0 {
+		return 0, 0, false
+	}
+	self = (end.self - start.self).Seconds() / wall
+	busy := (end.busy - start.busy).Seconds() / wall
+	return self, max(busy-self, 0), true
+}

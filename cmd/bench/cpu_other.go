@@ -9,3 +9,6 @@ func sampleCPU() cpuSample { return cpuSample{} }
 
 // cpuSplit has nothing to say off Linux.
 func cpuSplit(cpuSample) string { return "" }
+
+// cpuCores has nothing to say off Linux.
+func cpuCores(cpuSample) (self, rest float64, ok bool) { return 0, 0, false }

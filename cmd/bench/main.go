@@ -74,6 +74,7 @@ type bench struct {
 
 	claimPending  []int
 	tombstones    []int
+	schedules     int
 	claimDuration time.Duration
 }
 
@@ -103,9 +104,10 @@ func run(ctx context.Context) error {
 	flag.IntVar(&b.backlogN, "backlog", 1_000_000, "tasks due in the past for the backlog drain")
 	claimPending := flag.String("claim-pending", "10000,1000000", "comma-separated not-due backlog sizes for claim latency; the ratio compares the last to the first")
 	flag.DurationVar(&b.claimDuration, "claim-duration", 10*time.Second, "length of each claim-latency run")
+	flag.IntVar(&b.schedules, "schedules", 10_000, "recurring schedules, each ticking once a minute, for the recurring workload")
 	tombstones := flag.String("tombstones", "0,100000000", "comma-separated counts of completion records present for the tombstones workload; the ratios compare the last to the first")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (Go side) to this file")
-	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g); empty runs all")
+	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g), recurring (h); empty runs all")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -249,7 +251,7 @@ func (b *bench) workloads() []workload {
 			fmt.Sprintf("claim p50 ratio %s/%s", last, first),
 			fmt.Sprintf("claim p99 ratio %s/%s", last, first))
 	}
-	all = append(all, b.tombstoneWorkload())
+	all = append(all, b.tombstoneWorkload(), b.recurringWorkload())
 	return append(all, workload{[]string{"claim-latency", "g"}, claim, b.claimLatency})
 }
 

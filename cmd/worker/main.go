@@ -78,6 +78,7 @@ type options struct {
 	dataDir        string
 	migrate        bool
 	logFormat      string
+	recurringFile  string
 }
 
 func parse(args []string, getenv func(string) string, stdout io.Writer) (options, error) {
@@ -161,6 +162,7 @@ func flags(getenv func(string) string) (o *options, fs *flag.FlagSet, errs *[]er
 	integer(&o.maxAttempts, "max-attempts", "PGSCHED_MAX_ATTEMPTS", 0, "runs before a failing task is dead (0: retry forever)")
 	str(&o.dataDir, "data-dir", "PGSCHED_DATA_DIR", filepath.Join(home, ".local", "share", "pgsched", "postgres"), "local PostgreSQL data directory, used without DATABASE_URL")
 	str(&o.logFormat, "log-format", "PGSCHED_LOG_FORMAT", "text", "text or json")
+	str(&o.recurringFile, "recurring-file", "PGSCHED_RECURRING_FILE", "", "JSON file of recurring schedules to create or update at start")
 	migrate := getenv("PGSCHED_MIGRATE") != "false"
 	fs.BoolVar(&o.migrate, "migrate", migrate, "apply migrations at start (PGSCHED_MIGRATE)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
@@ -216,7 +218,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Every setting is checked here, before the database is touched: a bad
 	// one exits at once instead of being retried like a database not yet up.
-	w, err := pgsched.NewWorker(pool, workerConfig(o, exec, logger, reg))
+	cfg := workerConfig(o, exec, logger, reg)
+	if cfg.Recurring, err = loadRecurring(o.recurringFile); err != nil {
+		return err
+	}
+	w, err := pgsched.NewWorker(pool, cfg)
 	if err != nil {
 		return namingSetting(err)
 	}

@@ -26,8 +26,7 @@ BEGIN
         WHEN name IS NULL OR name = '' THEN 'name is required'
         WHEN octet_length(name) > 255 THEN format('name is %s bytes, over the limit of 255', octet_length(name))
         WHEN pgsched.recurring_spec_error(spec) IS NOT NULL THEN 'spec: ' || pgsched.recurring_spec_error(spec)
-        WHEN tz = 'Local' OR tz ~ '(^|/)\.\.?(/|$)|^/|//' OR NOT EXISTS (SELECT 1 FROM pg_timezone_names z WHERE z.name = tz)
-            THEN format('time_zone "%s" is not an IANA time zone name', tz)
+        WHEN NOT pgsched.recurring_zone_ok(tz) THEN format('time_zone "%s" is not an IANA time zone name', tz)
         WHEN mp NOT IN ('skip', 'one', 'all') THEN format('missed must be skip, one or all, got "%s"', mp)
         WHEN k ~ '[\x01-\x1f\x7f]' THEN 'kind contains a control character'
         WHEN octet_length(k) > 255 THEN format('kind is %s bytes, over the limit of 255', octet_length(k))

@@ -130,3 +130,8 @@ SELECT c.task_id FROM pgsched.cancel_requests c ORDER BY c.task_id;
 
 -- name: CancelRequestsPrune :one
 SELECT pgsched.cancel_requests_prune() AS pruned;
+
+-- NotifyDue tells every node that work may have become due sooner than it
+-- planned for (LISTEN on <schema>.due).
+-- name: NotifyDue :exec
+SELECT pg_notify('pgsched.due', '');

@@ -104,6 +104,17 @@ func (q *Queries) KindsPaused(ctx context.Context, db DBTX) ([]PgschedPausedKind
 	return items, nil
 }
 
+const notifyDue = `-- name: NotifyDue :exec
+SELECT pg_notify('pgsched.due', '')
+`
+
+// NotifyDue tells every node that work may have become due sooner than it
+// planned for (LISTEN on <schema>.due).
+func (q *Queries) NotifyDue(ctx context.Context, db DBTX) error {
+	_, err := db.Exec(ctx, notifyDue)
+	return err
+}
+
 const pauseSweep = `-- name: PauseSweep :one
 SELECT pgsched.pause_sweep() AS changed
 `

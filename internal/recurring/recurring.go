@@ -58,13 +58,22 @@ func (m *Materializer) Round(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	created := 0
 	for _, d := range due {
-		if err := m.one(ctx, d); err != nil {
+		n, err := m.one(ctx, d)
+		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
 			m.Logger.Warn("creating the ticks of a recurring schedule failed; will retry", "schedule", d.Name, "error", err)
 		}
+		created += n
+	}
+	if created > 0 {
+		// Ticks are created up to a lease TTL ahead, beyond the range
+		// schedule_many announces itself: every node's next wake-up must
+		// take them into account now, not at its next poll.
+		return m.Store.NotifyDue(ctx, m.DB)
 	}
 	return nil
 }
@@ -86,14 +95,14 @@ func (m *Materializer) schedule(spec string) (cronspec.Schedule, error) {
 	return s, nil
 }
 
-func (m *Materializer) one(ctx context.Context, d store.RecurringDue) error {
+func (m *Materializer) one(ctx context.Context, d store.RecurringDue) (int, error) {
 	sched, err := m.schedule(d.Spec)
 	if err != nil {
-		return fmt.Errorf("spec %q: %w", d.Spec, err)
+		return 0, fmt.Errorf("spec %q: %w", d.Spec, err)
 	}
 	loc, err := cronspec.LoadZone(d.TimeZone)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	now := d.DBNow
 	next := now
@@ -145,10 +154,14 @@ func (m *Materializer) one(ctx context.Context, d store.RecurringDue) error {
 	}
 	created, err := m.Store.RecurringMaterialize(ctx, m.DB, d.Name, d.NextTick, next, ticks)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if created < 0 {
-		return nil // another node did it, or the schedule changed meanwhile
+		return 0, nil // another node did it, or the schedule changed meanwhile
+	}
+	if d.NextTick == nil {
+		m.Logger.Info("recurring schedule (new, changed or resumed) ticks from now", "schedule", d.Name, "spec", d.Spec,
+			"time_zone", d.TimeZone, "next_tick", next)
 	}
 	if len(missed) > 0 {
 		m.Logger.Info("recurring schedule missed ticks while no node ran", "schedule", d.Name, "missed", len(missed)+trimmed,
@@ -160,5 +173,5 @@ func (m *Materializer) one(ctx context.Context, d store.RecurringDue) error {
 	if f := m.Events.Skipped; f != nil && skipped > 0 {
 		f(skipped)
 	}
-	return nil
+	return created, nil
 }

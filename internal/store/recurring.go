@@ -101,3 +101,8 @@ func (s *Store) RecurringList(ctx context.Context, db DBTX) ([]RecurringInfo, er
 	}
 	return out, nil
 }
+
+// NotifyDue wakes every node's dispatcher to look for due work again.
+func (s *Store) NotifyDue(ctx context.Context, db DBTX) error {
+	return translate(s.q.NotifyDue(ctx, s.db(db)))
+}
