@@ -1,9 +1,11 @@
 package pgsched_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -56,9 +58,12 @@ func (l *tickLog) of(name string) []tickRun {
 	return out
 }
 
-func recurringWorker(t *testing.T, b clientBundle, id string, l *tickLog) *pgsched.Worker {
+func recurringWorker(t *testing.T, b clientBundle, id string, l *tickLog, logs ...*syncBuffer) *pgsched.Worker {
 	cfg := fastConfig(b.db.Schema)
 	cfg.NodeID = id
+	if len(logs) > 0 {
+		cfg.Logger = slog.New(slog.NewTextHandler(logs[0], nil))
+	}
 	cfg.Handlers = map[string]pgsched.Handler{"*": l.handler(t)}
 	return startWorker(t, b.db, cfg)
 }
@@ -236,7 +241,8 @@ func TestRecurringPauseResumeUpdateDelete(t *testing.T) {
 	ctx := context.Background()
 	s := b.db.Schema
 	l := &tickLog{}
-	recurringWorker(t, b, "rp-1", l)
+	logs := &syncBuffer{}
+	recurringWorker(t, b, "rp-1", l, logs)
 	_, err := b.db.Pool.Exec(ctx, "SELECT "+s+`.recurring_upsert('beat', '@every 1s', 'k', '{"v": 1}')`)
 	require.NoError(t, err)
 	eventually(t, 10*time.Second, func() bool { return len(l.of("beat")) >= 2 }, "ticking")
@@ -262,6 +268,7 @@ func TestRecurringPauseResumeUpdateDelete(t *testing.T) {
 		require.False(t, r.tick.After(paused), "tick %s ran though paused at %s", r.tick, paused)
 	}
 
+	require.Contains(t, logs.String(), `msg="recurring schedule paused" node_id=rp-1 schedule=beat`)
 	resumed, err := b.client.ResumeRecurring(ctx, "beat")
 	require.NoError(t, err)
 	require.True(t, resumed)
@@ -284,6 +291,8 @@ func TestRecurringPauseResumeUpdateDelete(t *testing.T) {
 		}
 		return n >= 2
 	}, "two ticks under the new spec")
+	require.Contains(t, logs.String(), `msg="recurring schedule no longer paused (resumed or deleted)" node_id=rp-1 schedule=beat`)
+	require.Contains(t, logs.String(), `msg="recurring schedule (new, changed or resumed) ticks from now" node_id=rp-1 schedule=beat spec="@every 2s"`)
 	for _, r := range l.of("beat") {
 		if r.tick.After(updated) {
 			require.Zero(t, r.tick.Unix()%2, "tick %s is not on the 2s grid", r.tick)
@@ -419,4 +428,22 @@ func TestRecurringZoneParity(t *testing.T) {
 		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT "+b.db.Schema+".recurring_zone_ok($1)", tz).Scan(&sqlOK))
 		require.Equal(t, goOK, sqlOK, "time zone %q: Go %v, SQL %v", tz, goOK, sqlOK)
 	}
+}
+
+// syncBuffer is a log destination tests can read while workers write.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

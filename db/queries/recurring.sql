@@ -30,3 +30,6 @@ SELECT r.name, r.spec, r.time_zone, r.kind, r.missed, r.paused,
        coalesce(r.last_result, '')::text AS last_result, r.payload
 FROM pgsched.recurring r
 ORDER BY r.name;
+
+-- name: RecurringPausedNames :many
+SELECT r.name FROM pgsched.recurring_schedules r WHERE r.paused ORDER BY r.name;

@@ -159,6 +159,30 @@ func (q *Queries) RecurringPause(ctx context.Context, db DBTX, name string) (boo
 	return changed, err
 }
 
+const recurringPausedNames = `-- name: RecurringPausedNames :many
+SELECT r.name FROM pgsched.recurring_schedules r WHERE r.paused ORDER BY r.name
+`
+
+func (q *Queries) RecurringPausedNames(ctx context.Context, db DBTX) ([]string, error) {
+	rows, err := db.Query(ctx, recurringPausedNames)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []string{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		items = append(items, name)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const recurringResume = `-- name: RecurringResume :one
 SELECT pgsched.recurring_resume($1::text) AS changed
 `

@@ -50,10 +50,16 @@ type Materializer struct {
 
 	mu    sync.Mutex
 	specs map[string]cronspec.Schedule
+	// paused is the set of paused schedules the last round saw (nil before
+	// the first), so pauses and resumes are logged once each.
+	paused map[string]bool
 }
 
 // Round creates the ticks due within the horizon for up to 1000 schedules.
 func (m *Materializer) Round(ctx context.Context) error {
+	if err := m.notePaused(ctx); err != nil {
+		return err
+	}
 	due, err := m.Store.RecurringDueWithin(ctx, m.DB, m.Horizon, 1000)
 	if err != nil {
 		return err
@@ -174,4 +180,27 @@ func (m *Materializer) one(ctx context.Context, d store.RecurringDue) (int, erro
 		f(skipped)
 	}
 	return created, nil
+}
+
+// notePaused logs the schedules paused or resumed since the last round.
+// A node that becomes leader logs the schedules paused at that moment.
+func (m *Materializer) notePaused(ctx context.Context) error {
+	names, err := m.Store.RecurringPaused(ctx, m.DB)
+	if err != nil {
+		return err
+	}
+	now := make(map[string]bool, len(names))
+	for _, n := range names {
+		now[n] = true
+		if !m.paused[n] {
+			m.Logger.Info("recurring schedule paused", "schedule", n)
+		}
+	}
+	for n := range m.paused {
+		if !now[n] {
+			m.Logger.Info("recurring schedule no longer paused (resumed or deleted)", "schedule", n)
+		}
+	}
+	m.paused = now
+	return nil
 }

@@ -106,3 +106,9 @@ func (s *Store) RecurringList(ctx context.Context, db DBTX) ([]RecurringInfo, er
 func (s *Store) NotifyDue(ctx context.Context, db DBTX) error {
 	return translate(s.q.NotifyDue(ctx, s.db(db)))
 }
+
+// RecurringPaused lists the names of the paused schedules.
+func (s *Store) RecurringPaused(ctx context.Context, db DBTX) ([]string, error) {
+	names, err := s.q.RecurringPausedNames(ctx, s.db(db))
+	return names, translate(err)
+}
