@@ -84,6 +84,7 @@ func TestCancelQueuedTask(t *testing.T) {
 		}
 		return nil
 	})}
+	outcomes := watchOutcomes(&cfg)
 	startWorker(t, b.db, cfg)
 	at := time.Now()
 	_, err := b.client.ScheduleMany(ctx, []pgsched.Task{
@@ -106,9 +107,9 @@ func TestCancelQueuedTask(t *testing.T) {
 	require.True(t, fresh)
 	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT "+b.db.Schema+".cancel_running($1, $2, '')", waiting, at).Scan(&fresh))
 	require.False(t, fresh, "already asked")
-	eventually(t, 10*time.Second, func() bool { return countRows(t, b, "dead_tasks") == 1 }, "recorded cancelled")
+	outcomes.waitFor(t, 10*time.Second, func(l *outcomeLog) bool { return l.has(waiting, "dead") }, "recorded cancelled")
 	close(release)
-	eventually(t, 10*time.Second, func() bool { return countRows(t, b, "completions") == 1 }, "the first completes")
+	outcomes.completed(t, 1, 10*time.Second)
 	select {
 	case id := <-started:
 		t.Fatalf("%s started after it was cancelled", id)

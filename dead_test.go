@@ -66,8 +66,9 @@ func TestRetryDead(t *testing.T) {
 		mu.Unlock()
 		return nil
 	})}
+	outcomes := watchOutcomes(&cfg)
 	startWorker(t, b.db, cfg)
-	eventually(t, 20*time.Second, func() bool { return countRows(t, b, "completions") == 6 }, "every task ran")
+	outcomes.completed(t, 6, 20*time.Second)
 	mu.Lock()
 	defer mu.Unlock()
 	require.Equal(t, map[string][]string{"via-sql": {"b", "c", "a"}, "via-go": {"b", "c", "a"}}, ran,

@@ -64,3 +64,15 @@ func (l *outcomeLog) completed(t *testing.T, n int, within time.Duration) {
 	t.Helper()
 	l.waitFor(t, within, func(l *outcomeLog) bool { return l.count("completed") >= n }, "%d tasks completed (%d so far)", n, l.count("completed"))
 }
+
+// has reports whether a run of orderingID ended with result.
+func (l *outcomeLog) has(orderingID, result string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, o := range l.list {
+		if o.Key.OrderingID == orderingID && o.Result == result {
+			return true
+		}
+	}
+	return false
+}

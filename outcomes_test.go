@@ -76,12 +76,11 @@ func TestUnstorableErrorTextIsCleaned(t *testing.T) {
 	}
 	ids = append(ids, "bad-1", "hook-1")
 	scheduleNow(t, b, ids, func(id string) string { return strings.SplitN(id, "-", 2)[0] })
+	outcomes := watchOutcomes(&cfg)
 	startWorker(t, b.db, cfg)
 
-	eventually(t, 20*time.Second, func() bool {
-		_, bad := lastError(t, b, "bad-1")
-		_, hook := lastError(t, b, "hook-1")
-		return countRows(t, b, "completions") == 40 && bad && hook
+	outcomes.waitFor(t, 20*time.Second, func(l *outcomeLog) bool {
+		return l.count("completed") == 40 && l.has("bad-1", "retry") && l.has("hook-1", "retry")
 	}, "successful tasks completed, failing ones waiting to retry")
 	msg, _ := lastError(t, b, "bad-1")
 	require.Equal(t, "bad \uFFFD oops\uFFFDboom", msg)
@@ -123,11 +122,11 @@ func TestRefusedOutcomeIsSetAside(t *testing.T) {
 	}
 	ids = append(ids, "poison-1", "stuck-1")
 	scheduleNow(t, b, ids, func(id string) string { return strings.SplitN(id, "-", 2)[0] })
+	outcomes := watchOutcomes(&cfg)
 	w := startWorker(t, b.db, cfg)
 
-	eventually(t, 20*time.Second, func() bool {
-		_, poison := lastError(t, b, "poison-1")
-		return countRows(t, b, "completions") == 40 && poison
+	outcomes.waitFor(t, 20*time.Second, func(l *outcomeLog) bool {
+		return l.count("completed") == 40 && l.has("poison-1", "retry")
 	}, "the others are written while one outcome is refused")
 	msg, _ := lastError(t, b, "poison-1")
 	require.Equal(t, "pgsched: this outcome's error text could not be stored (SQLSTATE 23514)", msg)
@@ -139,6 +138,7 @@ func TestRefusedOutcomeIsSetAside(t *testing.T) {
 
 	_, err = b.db.Pool.Exec(ctx, "ALTER TABLE "+b.db.Schema+".dead_tasks DROP CONSTRAINT not_stuck")
 	require.NoError(t, err)
-	eventually(t, 15*time.Second, func() bool { return countRows(t, b, "dead_tasks") == 1 }, "the set-aside outcome is written once the database takes it")
+	outcomes.waitFor(t, 15*time.Second, func(l *outcomeLog) bool { return l.has("stuck-1", "dead") }, "the set-aside outcome is written once the database takes it")
+	require.Equal(t, 1, countRows(t, b, "dead_tasks"))
 	eventually(t, 5*time.Second, func() bool { return w.Readiness() == nil }, "ready again")
 }
