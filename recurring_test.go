@@ -1,7 +1,6 @@
 package pgsched_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -58,7 +57,7 @@ func (l *tickLog) of(name string) []tickRun {
 	return out
 }
 
-func recurringWorker(t *testing.T, b clientBundle, id string, l *tickLog, logs ...*syncBuffer) *pgsched.Worker {
+func recurringWorker(t *testing.T, b clientBundle, id string, l *tickLog, logs ...*syncLog) *pgsched.Worker {
 	cfg := fastConfig(b.db.Schema)
 	cfg.NodeID = id
 	if len(logs) > 0 {
@@ -241,7 +240,7 @@ func TestRecurringPauseResumeUpdateDelete(t *testing.T) {
 	ctx := context.Background()
 	s := b.db.Schema
 	l := &tickLog{}
-	logs := &syncBuffer{}
+	logs := &syncLog{}
 	recurringWorker(t, b, "rp-1", l, logs)
 	_, err := b.db.Pool.Exec(ctx, "SELECT "+s+`.recurring_upsert('beat', '@every 1s', 'k', '{"v": 1}')`)
 	require.NoError(t, err)
@@ -268,7 +267,7 @@ func TestRecurringPauseResumeUpdateDelete(t *testing.T) {
 		require.False(t, r.tick.After(paused), "tick %s ran though paused at %s", r.tick, paused)
 	}
 
-	require.Contains(t, logs.String(), `msg="recurring schedule paused" node_id=rp-1 schedule=beat`)
+	require.NotEmpty(t, logs.lines(`msg="recurring schedule paused" node_id=rp-1 schedule=beat`))
 	resumed, err := b.client.ResumeRecurring(ctx, "beat")
 	require.NoError(t, err)
 	require.True(t, resumed)
@@ -291,8 +290,8 @@ func TestRecurringPauseResumeUpdateDelete(t *testing.T) {
 		}
 		return n >= 2
 	}, "two ticks under the new spec")
-	require.Contains(t, logs.String(), `msg="recurring schedule no longer paused (resumed or deleted)" node_id=rp-1 schedule=beat`)
-	require.Contains(t, logs.String(), `msg="recurring schedule (new, changed or resumed) ticks from now" node_id=rp-1 schedule=beat spec="@every 2s"`)
+	require.NotEmpty(t, logs.lines(`msg="recurring schedule no longer paused (resumed or deleted)" node_id=rp-1 schedule=beat`))
+	require.NotEmpty(t, logs.lines(`msg="recurring schedule (new, changed or resumed) ticks from now" node_id=rp-1 schedule=beat spec="@every 2s"`))
 	for _, r := range l.of("beat") {
 		if r.tick.After(updated) {
 			require.Zero(t, r.tick.Unix()%2, "tick %s is not on the 2s grid", r.tick)
@@ -428,22 +427,4 @@ func TestRecurringZoneParity(t *testing.T) {
 		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT "+b.db.Schema+".recurring_zone_ok($1)", tz).Scan(&sqlOK))
 		require.Equal(t, goOK, sqlOK, "time zone %q: Go %v, SQL %v", tz, goOK, sqlOK)
 	}
-}
-
-// syncBuffer is a log destination tests can read while workers write.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
