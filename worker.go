@@ -231,7 +231,9 @@ func (w *Worker) build(ctl *pgxpool.Pool) (*parts, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgsched: %w", err)
 	}
-	ticks := &recurring.Materializer{Store: w.store, DB: ctl, Horizon: w.cfg.LeaseTTL, Logger: w.logger,
+	// Two lease TTLs ahead: a leader's death and its successor's election
+	// fit in that, so a failover makes no tick late, let alone missed.
+	ticks := &recurring.Materializer{Store: w.store, DB: ctl, Horizon: max(2*w.cfg.LeaseTTL, 2*time.Second), Logger: w.logger,
 		Events: recurring.Events{
 			Created: func(n, catchUps int) {
 				w.metrics.RecurringTicks.WithLabelValues("on_time").Add(float64(n - catchUps))

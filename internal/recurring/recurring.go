@@ -7,8 +7,8 @@
 // when two nodes lead at once for a moment, and never lost when a leader
 // dies: the next leader starts from the schedule's stored next tick.
 //
-// Ticks are created a lease TTL ahead, so a leader failover does not make
-// them late. A tick that is already more than Tolerance in the past when
+// Ticks are created a little ahead (the worker passes two lease TTLs), so
+// a leader failover does not make them late. A tick that is already more than Tolerance in the past when
 // it is reached was missed (no node led then); the schedule's policy says
 // what happens to missed ticks: skip them, run one catch-up (the latest),
 // or run all of them (at most MaxCatchUp, the latest), in order, at once.
@@ -76,7 +76,7 @@ func (m *Materializer) Round(ctx context.Context) error {
 		created += n
 	}
 	if created > 0 {
-		// Ticks are created up to a lease TTL ahead, beyond the range
+		// Ticks are created up to two lease TTLs ahead, beyond the range
 		// schedule_many announces itself: every node's next wake-up must
 		// take them into account now, not at its next poll.
 		return m.Store.NotifyDue(ctx, m.DB)
