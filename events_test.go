@@ -19,16 +19,19 @@ type outcomeLog struct {
 // watchOutcomes hooks a log into cfg; workers built from it report to it.
 func watchOutcomes(cfg *pgsched.WorkerConfig) *outcomeLog {
 	l := &outcomeLog{changed: make(chan struct{}, 1)}
-	pgsched.SetOnOutcome(cfg, func(o pgsched.Outcome) {
-		l.mu.Lock()
-		l.list = append(l.list, o)
-		l.mu.Unlock()
-		select {
-		case l.changed <- struct{}{}:
-		default:
-		}
-	})
+	pgsched.SetOnOutcome(cfg, l.record)
 	return l
+}
+
+// record adds an outcome; several workers may report to one log.
+func (l *outcomeLog) record(o pgsched.Outcome) {
+	l.mu.Lock()
+	l.list = append(l.list, o)
+	l.mu.Unlock()
+	select {
+	case l.changed <- struct{}{}:
+	default:
+	}
 }
 
 // count returns how many recorded outcomes have result ("" for any).

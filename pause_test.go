@@ -62,10 +62,16 @@ func TestPauseKind(t *testing.T) {
 	b := setupClient(t)
 	ctx := context.Background()
 	s := newStarts()
+	var outcomes *outcomeLog
 	start := func(id string) *pgsched.Worker {
 		cfg := fastConfig(b.db.Schema)
 		cfg.NodeID = id
 		cfg.Handlers = map[string]pgsched.Handler{"*": s.handler()}
+		if outcomes == nil {
+			outcomes = watchOutcomes(&cfg)
+		} else {
+			pgsched.SetOnOutcome(&cfg, outcomes.record)
+		}
 		return startWorker(t, b.db, cfg)
 	}
 	workers := []*pgsched.Worker{start("pa-1"), start("pa-2"), start("pa-3")}
@@ -134,6 +140,7 @@ func TestPauseKind(t *testing.T) {
 		require.Equal(t, 1, n, "%s ran %d times", key, n)
 	}
 	s.mu.Unlock()
+	outcomes.completed(t, 1800, 20*time.Second) // every outcome recorded, not only every handler run
 	require.Equal(t, 1800, countRows(t, b, "completions"))
 	again, err = b.client.ResumeKind(ctx, "p")
 	require.NoError(t, err)

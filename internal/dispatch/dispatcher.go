@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -240,17 +239,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 }
 
 func (d *Dispatcher) loop(ctx context.Context) {
-	var due []store.DuePartition // cached partitions believed due, most overdue first
-	var dueParts []int32         // the served partitions due was read for
-	// The due partitions are read again only when work may have become due
-	// since the last read: outcomes written (changed), a NOTIFY, a new
-	// term or set of partitions, a claim error, or the time recheckAt (the
-	// next not-yet-due task, at the latest one poll interval on). A handler
-	// returning frees capacity, not due work: re-reading on every return
-	// probed every served partition per wake-up, mostly to find nothing
-	// (ordered burn-down: 6 of its ~85 us of database time per task).
-	stale := true
-	var recheckAt time.Time
+	c := &claimer{d: d, stale: true}
 	var lastTerm *lease.Term
 	var failedSeen int64 // the failure the reconcile checks below are for
 	checks := 0          // reconcile checks done for it
@@ -265,7 +254,8 @@ func (d *Dispatcher) loop(ctx context.Context) {
 				// longer this node's to run.
 				d.giveBackQueued(func(j *Job) bool { return term == nil || j.Epoch != term.Epoch })
 			}
-			due, stale, lastTerm = nil, true, term
+			c.invalidate()
+			lastTerm = term
 		}
 		if term == nil {
 			select {
@@ -275,7 +265,7 @@ func (d *Dispatcher) loop(ctx context.Context) {
 			continue
 		}
 		if d.changed.Swap(false) {
-			stale = true
+			c.stale = true
 		}
 		wait := d.cfg.PollInterval
 		capacity := d.cfg.Concurrency + d.cfg.Prefetch
@@ -286,78 +276,19 @@ func (d *Dispatcher) loop(ctx context.Context) {
 			free = 0
 		}
 		if free > 0 {
-			// The cache is only good for the partitions it was read for
-			// (hand-overs change them) and until recheckAt.
-			parts := d.cfg.Partitions()
-			now := time.Now()
-			if !slices.Equal(parts, dueParts) || !now.Before(recheckAt) {
-				due, stale = nil, true
+			jobs, received, claimed, err := c.claim(ctx, term, free)
+			if err != nil {
+				d.sleep(ctx, backoff)
+				backoff = min(backoff*2, d.cfg.PollInterval)
+				continue
 			}
-			if len(due) == 0 && stale {
-				stale = false
-				dueParts, recheckAt = parts, now.Add(d.cfg.PollInterval)
-				next, err := d.cfg.Store.NextDue(ctx, d.cfg.DB, parts)
-				if err != nil {
-					if ctx.Err() == nil {
-						d.cfg.Logger.Warn("reading due partitions failed", "error", err)
-					}
-					stale = true
-					d.sleep(ctx, backoff)
-					backoff = min(backoff*2, d.cfg.PollInterval)
-					continue
-				}
-				for _, p := range next {
-					if p.DueIn > d.cfg.ClaimAhead+time.Millisecond {
-						if at := now.Add(p.DueIn - d.cfg.ClaimAhead); at.Before(recheckAt) {
-							recheckAt = at
-						}
-						break
-					}
-					due = append(due, p)
-				}
-			}
-			wait = max(time.Until(recheckAt), time.Millisecond)
-			if len(due) > 0 && free > 0 {
-				claimFrom := make([]int32, len(due))
-				for i, p := range due {
-					claimFrom[i] = int32(p.Partition)
-				}
-				// One claim spans every due partition, most overdue first:
-				// one commit (one WAL flush) whatever the spread of the work.
-				// Never cancel it half-way: the server may commit it while
-				// the client gives up, leaving tasks claimed that nobody runs.
-				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statementTimeout)
-				jobs, err := d.cfg.Store.Claim(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, claimFrom, free, d.cfg.ClaimAhead)
-				received := time.Now()
-				cancel()
-				if err != nil {
-					// It may have committed all the same (see reconcile).
-					d.statementFailed()
-					if ctx.Err() == nil {
-						d.cfg.Logger.Warn("claiming failed", "partitions", len(claimFrom), "error", err)
-					}
-					due, stale = nil, true
-					d.sleep(ctx, backoff)
-					backoff = min(backoff*2, d.cfg.PollInterval)
-					continue
-				}
+			if claimed {
 				backoff = 10 * time.Millisecond
-				if len(jobs) < free {
-					// Every partition ran dry (or is locked by others): read
-					// again once work may have become due.
-					due = nil
-				} else {
-					// The claim moved on from a partition only once it ran
-					// dry: start the next one at the last that gave tasks.
-					last := jobs[len(jobs)-1].Partition
-					for len(due) > 1 && due[0].Partition != last {
-						due = due[1:]
-					}
-				}
-				for i := range jobs {
-					d.start(term, &Job{Claimed: jobs[i], Epoch: term.Epoch, Received: received})
-				}
 			}
+			for i := range jobs {
+				d.start(term, &Job{Claimed: jobs[i], Epoch: term.Epoch, Received: received})
+			}
+			wait = c.wait()
 		}
 		if at := d.failedAt.Load(); at != 0 {
 			if at != failedSeen {
@@ -394,7 +325,7 @@ func (d *Dispatcher) loop(ctx context.Context) {
 		case <-ctx.Done():
 		case <-timer.C:
 		case <-d.cfg.Wake:
-			stale = true
+			c.stale = true
 		case <-d.kick:
 		case <-term.Done():
 		}

@@ -1,0 +1,105 @@
+package dispatch
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/pgsched/pgsched/internal/lease"
+	"github.com/pgsched/pgsched/internal/store"
+)
+
+// claimer knows which of the node's partitions have due work and claims
+// from them. The due partitions are read again only when work may have
+// become due since the last read: outcomes written, a NOTIFY, a new term
+// or set of partitions, a claim error (all set stale or invalidate), or
+// the time recheckAt (the next not-yet-due task, at the latest one poll
+// interval on). A handler returning frees capacity, not due work:
+// re-reading on every return probed every served partition per wake-up,
+// mostly to find nothing.
+type claimer struct {
+	d         *Dispatcher
+	due       []store.DuePartition // partitions believed due, most overdue first
+	parts     []int32              // the served partitions due was read for
+	stale     bool                 // work may have become due since the read
+	recheckAt time.Time
+}
+
+// invalidate forgets the due partitions: the next claim reads them again.
+func (c *claimer) invalidate() { c.due, c.stale = nil, true }
+
+// wait is how long the loop may sleep before the claimer must look again.
+func (c *claimer) wait() time.Duration { return max(time.Until(c.recheckAt), time.Millisecond) }
+
+// claim takes up to free due tasks for term from the node's partitions,
+// reading which are due first when it must. claimed says a claim statement
+// ran and succeeded; err, that reading or claiming failed (logged here;
+// the caller backs off).
+func (c *claimer) claim(ctx context.Context, term *lease.Term, free int) (jobs []store.Claimed, received time.Time, claimed bool, err error) {
+	d := c.d
+	// The cache is only good for the partitions it was read for
+	// (hand-overs change them) and until recheckAt.
+	parts := d.cfg.Partitions()
+	now := time.Now()
+	if !slices.Equal(parts, c.parts) || !now.Before(c.recheckAt) {
+		c.invalidate()
+	}
+	if len(c.due) == 0 && c.stale {
+		c.stale = false
+		c.parts, c.recheckAt = parts, now.Add(d.cfg.PollInterval)
+		next, err := d.cfg.Store.NextDue(ctx, d.cfg.DB, parts)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.cfg.Logger.Warn("reading due partitions failed", "error", err)
+			}
+			c.stale = true
+			return nil, time.Time{}, false, err
+		}
+		for _, p := range next {
+			if p.DueIn > d.cfg.ClaimAhead+time.Millisecond {
+				if at := now.Add(p.DueIn - d.cfg.ClaimAhead); at.Before(c.recheckAt) {
+					c.recheckAt = at
+				}
+				break
+			}
+			c.due = append(c.due, p)
+		}
+	}
+	if len(c.due) == 0 {
+		return nil, time.Time{}, false, nil
+	}
+	claimFrom := make([]int32, len(c.due))
+	for i, p := range c.due {
+		claimFrom[i] = int32(p.Partition)
+	}
+	// One claim spans every due partition, most overdue first: one commit
+	// (one WAL flush) whatever the spread of the work. Never cancel it
+	// half-way: the server may commit it while the client gives up,
+	// leaving tasks claimed that nobody runs.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statementTimeout)
+	jobs, err = d.cfg.Store.Claim(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, claimFrom, free, d.cfg.ClaimAhead)
+	received = time.Now()
+	cancel()
+	if err != nil {
+		// It may have committed all the same (see reconcile).
+		d.statementFailed()
+		if ctx.Err() == nil {
+			d.cfg.Logger.Warn("claiming failed", "partitions", len(claimFrom), "error", err)
+		}
+		c.invalidate()
+		return nil, time.Time{}, false, err
+	}
+	if len(jobs) < free {
+		// Every partition ran dry (or is locked by others): read again
+		// once work may have become due.
+		c.due = nil
+	} else {
+		// The claim moved on from a partition only once it ran dry: start
+		// the next one at the last that gave tasks.
+		last := jobs[len(jobs)-1].Partition
+		for len(c.due) > 1 && c.due[0].Partition != last {
+			c.due = c.due[1:]
+		}
+	}
+	return jobs, received, true, nil
+}
