@@ -87,17 +87,9 @@ BEGIN
     SELECT array_agg(pgsched.partition_of(u.o, s.partition_count) ORDER BY u.i) INTO parts
     FROM unnest(ordering_ids) WITH ORDINALITY AS u(o, i);
 
-    -- Lock the head of every ordering_id in the batch, in key order (so
-    -- concurrent batches and finishers cannot deadlock), writing the
-    -- batch's earliest task of it as its head where it has none. fresh
-    -- holds the batch positions written so; for a batch of new ordering_ids
-    -- with one task each that is the whole enqueue. An existing head is
-    -- locked, not rewritten (ON CONFLICT DO UPDATE ... WHERE false). The
-    -- statement returns only the new heads' ids: the common batch (all
-    -- written) needs no more, so only a mixed batch joins them back to its
-    -- positions (two sorts and a join). The two statements differ only in ON
-    -- CONFLICT, which plpgsql cannot make conditional without dynamic SQL
-    -- (a plan per call).
+    -- Lock every ordering_id's head in key order (no deadlock with other
+    -- batches and finishers), writing the batch's earliest task as the head
+    -- where there is none; see docs/design.md, "schedule_many".
     IF new_keys THEN
         WITH ins AS (
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
