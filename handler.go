@@ -7,21 +7,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pgsched/pgsched/pgschedtype"
+
 	"github.com/jackc/pgx/v5"
 )
 
-// Job is a task as its handler sees it.
-type Job struct {
-	ID            int64
-	OrderingID    string
-	ScheduledAt   time.Time
-	UniquenessKey string
-	Kind          string
-	Payload       json.RawMessage
-	// Attempt is 1 on the first run.
-	Attempt   int
-	Partition int
-}
+// Job is a task as its handler sees it: the type it has from its claim
+// on (see pgschedtype), a copy of its own for each run.
+type Job = pgschedtype.Job
 
 // Handler runs tasks of one kind. Work returning nil completes the task;
 // an error retries it per the kind's RetryPolicy, unless it is Permanent

@@ -56,10 +56,8 @@ func (w *Worker) exec(ctx context.Context, dj *dispatch.Job) dispatch.Result {
 			w.metrics.RecurringLateness.Observe(late)
 		}
 	}
-	job := &Job{
-		ID: dj.ID, OrderingID: dj.OrderingID, ScheduledAt: dj.ScheduledAt, UniquenessKey: dj.UniquenessKey,
-		Kind: dj.Kind, Payload: dj.Payload, Attempt: dj.Attempt, Partition: dj.Partition,
-	}
+	job := new(Job)
+	*job = dj.Claimed // the handler's own copy: what it changes, changes nothing
 	h, ok := w.handlerFor(job.Kind)
 	policy := w.cfg.Retry
 	if ok {

@@ -3,26 +3,15 @@ package store
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"slices"
 	"time"
 
 	"github.com/pgsched/pgsched/internal/dbgen"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // Claimed is a task a node now runs.
-type Claimed struct {
-	Partition     int
-	ID            int64
-	OrderingID    string
-	ScheduledAt   time.Time
-	UniquenessKey string
-	Kind          string
-	Payload       json.RawMessage
-	Attempt       int
-	RunAt         time.Time
-	ClaimedAt     time.Time
-}
+type Claimed = pgschedtype.Job
 
 // Claim takes the head task of up to max due queues from the partitions, in
 // the order given, for the node (node, epoch), in one transaction. Nothing is

@@ -1,0 +1,32 @@
+// Package pgschedtype holds the one type a claimed task has from the
+// claim to its handler: the storage layer returns it, the dispatcher
+// carries it, and a handler receives it as pgsched.Job (an alias). It is a
+// package of its own, importing nothing of pgsched, so every layer can
+// share it without import cycles.
+package pgschedtype
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Job is a claimed task as its handler sees it. A handler gets its own
+// copy: changing it changes nothing about the task.
+type Job struct {
+	// ID is the task's id, unique in its schema.
+	ID int64
+	// OrderingID, ScheduledAt and UniquenessKey are the task's key.
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Kind          string
+	Payload       json.RawMessage
+	// Attempt is 1 on the first run.
+	Attempt int
+	// Partition is the logical partition of OrderingID.
+	Partition int
+	// RunAt is when it was due: ScheduledAt, or later after a retry.
+	RunAt time.Time
+	// ClaimedAt is when this node claimed it, on the database's clock.
+	ClaimedAt time.Time
+}
