@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs every test against real PostgreSQL: TEST_DATABASE_URL when set, else a
 # Docker container when an engine answers, else a throwaway local cluster
-# (PostgreSQL is installed from Debian's packages first if missing).
+# (PostgreSQL, and Chromium for the console's browser tests, are installed
+# from Debian's packages first if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/ensure-postgres.sh
+./scripts/ensure-chromium.sh
 status=0
 go test -race -count=1 -timeout 15m "$@" ./... || status=$?
 # The Kubernetes manifests' offline validation is a module of its own, so

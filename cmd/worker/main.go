@@ -39,6 +39,7 @@ import (
 	"github.com/pgsched/pgsched/internal/migrator"
 	"github.com/pgsched/pgsched/internal/sqlschema"
 	"github.com/pgsched/pgsched/internal/webhook"
+	"github.com/pgsched/pgsched/pgschedui"
 )
 
 func main() {
@@ -79,6 +80,7 @@ type options struct {
 	migrate        bool
 	logFormat      string
 	recurringFile  string
+	console        bool
 }
 
 func parse(args []string, getenv func(string) string, stdout io.Writer) (options, error) {
@@ -163,6 +165,8 @@ func flags(getenv func(string) string) (o *options, fs *flag.FlagSet, errs *[]er
 	str(&o.dataDir, "data-dir", "PGSCHED_DATA_DIR", filepath.Join(home, ".local", "share", "pgsched", "postgres"), "local PostgreSQL data directory, used without DATABASE_URL")
 	str(&o.logFormat, "log-format", "PGSCHED_LOG_FORMAT", "text", "text or json")
 	str(&o.recurringFile, "recurring-file", "PGSCHED_RECURRING_FILE", "", "JSON file of recurring schedules to create or update at start")
+	console := getenv("PGSCHED_CONSOLE") != "false"
+	fs.BoolVar(&o.console, "console", console, "serve the web console at /ui/ on -http-addr, read-only (PGSCHED_CONSOLE)")
 	migrate := getenv("PGSCHED_MIGRATE") != "false"
 	fs.BoolVar(&o.migrate, "migrate", migrate, "apply migrations at start (PGSCHED_MIGRATE)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
@@ -231,7 +235,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 
 	state := &readiness{reason: "starting"}
-	httpSrv, err := serveHTTP(o.httpAddr, reg, state.check)
+	var ui http.Handler
+	if o.console {
+		if ui, err = pgschedui.New(pool, pgschedui.Config{Schema: o.schema, Logger: logger}); err != nil {
+			return err
+		}
+	}
+	httpSrv, err := serveHTTP(o.httpAddr, reg, state.check, ui)
 	if err != nil {
 		return err
 	}
@@ -459,8 +469,11 @@ func deliver(exec *webhook.Executor) func(ctx context.Context, job *pgsched.Job)
 	}
 }
 
-func serveHTTP(addr string, reg *prometheus.Registry, ready func() (bool, string)) (*http.Server, error) {
+func serveHTTP(addr string, reg *prometheus.Registry, ready func() (bool, string), ui http.Handler) (*http.Server, error) {
 	mux := http.NewServeMux()
+	if ui != nil {
+		mux.Handle("/ui/", ui)
+	}
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {

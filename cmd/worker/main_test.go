@@ -149,6 +149,17 @@ func TestWebhookEndToEnd(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
+
+	// The console is on by default, and shows the dead task, not the
+	// webhook secret or the database URL.
+	resp, err = http.Get("http://" + env["PGSCHED_HTTP_ADDR"] + "/ui/dead")
+	require.NoError(t, err)
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Contains(t, string(body), "bad")
+	require.NotContains(t, string(body), "whsec_")
+	require.NotContains(t, string(body), "postgres://")
 }
 
 func TestParsePrefetch(t *testing.T) {

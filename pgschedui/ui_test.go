@@ -1,0 +1,213 @@
+package pgschedui_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/pgtest"
+	"github.com/pgsched/pgsched/pgschedui"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// browser starts headless Chromium (Debian's package; scripts/test.sh
+// installs it) and returns a context driving one tab.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		path, err = exec.LookPath("chromium-browser")
+	}
+	require.NoError(t, err, "the console's browser tests need Chromium: apt-get install chromium (scripts/ensure-chromium.sh)")
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.WindowSize(1280, 900), chromedp.Flag("disable-gpu", true))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelTab(); cancelAlloc() })
+	// The first call starts the browser, which lives as long as the
+	// context of that call: no timeout on it.
+	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
+	return ctx
+}
+
+// screenshot saves the page as a PNG in PGSCHED_SCREENSHOTS (or the
+// test's temporary directory) and returns the path.
+func screenshot(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	dir := os.Getenv("PGSCHED_SCREENSHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG
+	require.NoError(t, err)
+	path := filepath.Join(dir, name+".png")
+	require.NoError(t, os.WriteFile(path, png, 0o644))
+	require.Greater(t, len(png), 5000, "a screenshot with something on it")
+	return path
+}
+
+// TestConsoleInBrowser: a worker runs a cluster with pending, running,
+// dead and recurring work; each console page, loaded in Chromium, shows
+// it: counts per kind, the node leading and its partitions, a task
+// search, the dead task's error, the schedule.
+func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
+	ctx := context.Background()
+	client, err := pgsched.NewClient(db.Pool, pgsched.ClientConfig{Schema: db.Schema})
+	require.NoError(t, err)
+
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	w, err := pgsched.NewWorker(db.Pool, pgsched.WorkerConfig{
+		Schema: db.Schema, NodeID: "console-node", LeaseTTL: time.Second, ClusterInterval: 100 * time.Millisecond,
+		Handlers: map[string]pgsched.Handler{
+			"email": pgsched.HandlerFunc(func(ctx context.Context, _ *pgsched.Job) error {
+				select {
+				case <-block:
+				case <-ctx.Done():
+				}
+				return nil
+			}),
+			"charge": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error {
+				return pgsched.Permanent(errors.New("card declined: insufficient funds"))
+			}),
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+
+	now := time.Now()
+	var tasks []pgsched.Task
+	for i := range 5 {
+		tasks = append(tasks, pgsched.Task{OrderingID: fmt.Sprintf("user-%d", i), ScheduledAt: now.Add(time.Hour), Kind: "email",
+			Payload: json.RawMessage(`{"to": "a@example.com"}`)})
+	}
+	tasks = append(tasks,
+		pgsched.Task{OrderingID: "user-0", ScheduledAt: now, Kind: "email"},
+		pgsched.Task{OrderingID: "order-9", ScheduledAt: now, Kind: "charge"})
+	_, err = client.ScheduleMany(ctx, tasks)
+	require.NoError(t, err)
+	_, err = client.UpsertRecurring(ctx, pgsched.Recurring{Name: "nightly-report", Spec: "30 2 * * *", TimeZone: "Europe/Berlin", Kind: "report"})
+	require.NoError(t, err)
+	// Wait for the running email and the dead charge.
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		running, err := client.ListTasks(ctx, pgsched.TaskFilter{State: pgsched.StateRunning})
+		require.NoError(t, err)
+		var dead int
+		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+db.Schema+".dead_tasks").Scan(&dead))
+		if len(running) == 1 && dead == 1 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the cluster did not settle: %d running, %d dead", len(running), dead)
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	h, err := pgschedui.New(db.Pool, pgschedui.Config{Schema: db.Schema})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	b := browser(t)
+
+	do := func(steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(b, 20*time.Second)
+		defer cancel()
+		require.NoError(t, chromedp.Do(ctx, steps...))
+	}
+	text := func(sel string) string {
+		t.Helper()
+		v, err := chromedp.Run(b, chromedp.Text(sel))
+		require.NoError(t, err)
+		return v
+	}
+	count := func(js string) int {
+		t.Helper()
+		v, err := chromedp.Run(b, chromedp.Evaluate[int](js))
+		require.NoError(t, err)
+		return v
+	}
+	// Overview.
+	do(chromedp.Navigate(srv.URL+"/ui/"), chromedp.WaitVisible("#kinds"))
+	require.Equal(t, "5", text("#pending"))
+	require.Equal(t, "1", text("#running"))
+	require.Equal(t, "1", text("#dead"))
+	kinds := text("#kinds")
+	require.Contains(t, kinds, "email")
+	require.Contains(t, kinds, "charge")
+	t.Logf("overview: %s", screenshot(t, b, "overview"))
+
+	// Cluster: the node, leading, serving every partition.
+	do(chromedp.Navigate(srv.URL+"/ui/cluster"), chromedp.WaitVisible("#nodes"))
+	nodes := text("#nodes")
+	require.Contains(t, nodes, "console-node")
+	require.Contains(t, nodes, "leader")
+	require.Contains(t, nodes, "live")
+	require.Equal(t, 8, count(`document.querySelectorAll("#partitions .cell").length`))
+	require.Zero(t, count(`document.querySelectorAll("#partitions .cell.none").length`), "every partition is served")
+	t.Logf("cluster: %s", screenshot(t, b, "cluster"))
+
+	// Tasks: search one ordering_id through the form.
+	do(chromedp.Navigate(srv.URL+"/ui/tasks"), chromedp.WaitVisible("#tasks"),
+		chromedp.SendKeys(`input[name="ordering_id"]`, "user-0"),
+		chromedp.Submit(`form.filter`))
+	for i := 0; ; i++ { // the submit's navigation
+		loc, err := chromedp.Run(b, chromedp.Location())
+		require.NoError(t, err)
+		if strings.Contains(loc, "ordering_id=user-0") {
+			break
+		}
+		require.Less(t, i, 200, "the search form did not navigate: %s", loc)
+		time.Sleep(20 * time.Millisecond)
+	}
+	do(chromedp.WaitVisible("#tasks"))
+	require.Equal(t, 2, count(`document.querySelectorAll("#tasks tbody tr").length`), "user-0's running task and the one after it, in run order")
+	found := text("#tasks")
+	require.True(t, strings.Index(found, "running") < strings.Index(found, "pending"), "run order: %s", found)
+	t.Logf("tasks: %s", screenshot(t, b, "tasks"))
+
+	// Dead: the error, and no secrets anywhere.
+	do(chromedp.Navigate(srv.URL+"/ui/dead"), chromedp.WaitVisible("#dead"))
+	require.Contains(t, text("#dead"), "card declined: insufficient funds")
+	html, err := chromedp.Run(b, chromedp.OuterHTML("html"))
+	require.NoError(t, err)
+	require.NotContains(t, html, "postgres://", "no connection string on the page")
+	t.Logf("dead: %s", screenshot(t, b, "dead"))
+
+	// Recurring.
+	do(chromedp.Navigate(srv.URL+"/ui/recurring"), chromedp.WaitVisible("#recurring"))
+	rec := text("#recurring")
+	require.Contains(t, rec, "nightly-report")
+	require.Contains(t, rec, "Europe/Berlin")
+	t.Logf("recurring: %s", screenshot(t, b, "recurring"))
+}
+
+// TestConsoleRefusesBadConfig: a nil pool or a bad prefix or schema is an
+// error at New.
+func TestConsoleRefusesBadConfig(t *testing.T) {
+	t.Parallel()
+	_, err := pgschedui.New(nil, pgschedui.Config{})
+	require.Error(t, err)
+	pool := pgtest.AdminPool(t)
+	_, err = pgschedui.New(pool, pgschedui.Config{Prefix: "ui"})
+	require.ErrorContains(t, err, "must start and end with /")
+	_, err = pgschedui.New(pool, pgschedui.Config{Schema: "Bad-Schema"})
+	require.Error(t, err)
+}
