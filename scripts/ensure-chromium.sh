@@ -13,4 +13,4 @@ fi
 echo "installing Chromium from Debian's packages" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends chromium >/dev/null
+apt-get install -y -qq chromium >/dev/null
