@@ -39,7 +39,12 @@ type Config struct {
 	// Prefix is the path the console is mounted at, with a trailing slash.
 	// Defaults to "/ui/".
 	Prefix string
-	// Logger receives failed page loads. Defaults to discarding.
+	// Token enables actions (retry and delete dead tasks, pause and resume
+	// kinds): a person signs in with it once, and each action is a POST
+	// carrying a CSRF token derived from it. Empty: the console only reads.
+	Token string
+	// Logger receives failed page loads and every action with what it
+	// changed. Defaults to discarding.
 	Logger *slog.Logger
 }
 
@@ -50,6 +55,7 @@ type console struct {
 	prefix string
 	logger *slog.Logger
 	pages  map[string]*template.Template
+	token  string
 }
 
 // New returns the console's handler. Mount it at cfg.Prefix:
@@ -76,7 +82,8 @@ func New(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgschedui: %w", err)
 	}
-	c := &console{pool: pool, store: st, client: client, prefix: cfg.Prefix, logger: cfg.Logger, pages: map[string]*template.Template{}}
+	c := &console{pool: pool, store: st, client: client, prefix: cfg.Prefix, logger: cfg.Logger, pages: map[string]*template.Template{},
+		token: cfg.Token}
 	funcs := template.FuncMap{
 		"since": func(t time.Time) string {
 			if t.IsZero() {
@@ -112,6 +119,11 @@ func New(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET "+cfg.Prefix+"tasks", c.tasks)
 	mux.HandleFunc("GET "+cfg.Prefix+"dead", c.dead)
 	mux.HandleFunc("GET "+cfg.Prefix+"recurring", c.recurring)
+	mux.HandleFunc("POST "+cfg.Prefix+"signin", c.signIn)
+	mux.HandleFunc("POST "+cfg.Prefix+"dead/retry", c.action(c.retryDead))
+	mux.HandleFunc("POST "+cfg.Prefix+"dead/delete", c.action(c.deleteDead))
+	mux.HandleFunc("POST "+cfg.Prefix+"kinds/pause", c.action(c.pauseKind))
+	mux.HandleFunc("POST "+cfg.Prefix+"kinds/resume", c.action(c.resumeKind))
 	return mux, nil
 }
 
@@ -129,6 +141,8 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, page, title str
 		data = map[string]any{}
 	}
 	data["Title"], data["Page"] = title, page
+	data["Actions"], data["SignedIn"] = c.token != "", c.signedIn(r)
+	data["CSRF"] = c.csrf()
 	if err != nil {
 		c.logger.Warn("console page failed", "page", page, "error", err)
 		data["Error"] = err.Error()

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -210,4 +212,135 @@ func TestConsoleRefusesBadConfig(t *testing.T) {
 	require.ErrorContains(t, err, "must start and end with /")
 	_, err = pgschedui.New(pool, pgschedui.Config{Schema: "Bad-Schema"})
 	require.Error(t, err)
+}
+
+// TestConsoleActionsInBrowser: with a token, a person signs in on the
+// page, retries a dead task (it runs again and completes), pauses a kind
+// (its new task does not start) and resumes it (it runs). Without signing
+// in, or without the form's CSRF field, an action is refused.
+func TestConsoleActionsInBrowser(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
+	ctx := context.Background()
+	client, err := pgsched.NewClient(db.Pool, pgsched.ClientConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	var failed atomic.Bool
+	emails := make(chan string, 10)
+	w, err := pgsched.NewWorker(db.Pool, pgsched.WorkerConfig{
+		Schema: db.Schema, NodeID: "actions-node", LeaseTTL: time.Second, ClusterInterval: 100 * time.Millisecond,
+		PollInterval: 100 * time.Millisecond,
+		Handlers: map[string]pgsched.Handler{
+			"charge": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error {
+				if failed.CompareAndSwap(false, true) {
+					return pgsched.Permanent(errors.New("card declined"))
+				}
+				return nil
+			}),
+			"email": pgsched.HandlerFunc(func(_ context.Context, j *pgsched.Job) error {
+				emails <- j.OrderingID
+				return nil
+			}),
+		},
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+	_, err = client.Schedule(ctx, pgsched.Task{OrderingID: "order-1", ScheduledAt: time.Now(), Kind: "charge"})
+	require.NoError(t, err)
+	_, err = client.Schedule(ctx, pgsched.Task{OrderingID: "mail-1", ScheduledAt: time.Now(), Kind: "email"})
+	require.NoError(t, err)
+	require.Equal(t, "mail-1", <-emails)
+	var deadID int64
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if db.Pool.QueryRow(ctx, "SELECT id FROM "+db.Schema+".dead_tasks").Scan(&deadID) == nil {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the charge did not die")
+	}
+
+	h, err := pgschedui.New(db.Pool, pgschedui.Config{Schema: db.Schema, Token: "s3cret-token"})
+	require.NoError(t, err)
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", h)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	// Refused: not signed in; signed in without the CSRF field; a wrong token.
+	post := func(path string, form url.Values, cookies ...*http.Cookie) int {
+		req, err := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(form.Encode()))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for _, c := range cookies {
+			req.AddCookie(c)
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusForbidden, post("/ui/dead/retry", url.Values{"id": {fmt.Sprint(deadID)}}))
+	require.Equal(t, http.StatusForbidden, post("/ui/signin", url.Values{"token": {"guess"}}))
+	signIn, err := http.NewRequest(http.MethodPost, srv.URL+"/ui/signin", strings.NewReader("token=s3cret-token"))
+	require.NoError(t, err)
+	signIn.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(signIn)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	session := resp.Cookies()
+	require.NotEmpty(t, session)
+	require.True(t, session[0].HttpOnly)
+	require.Equal(t, http.StatusForbidden, post("/ui/dead/retry", url.Values{"id": {fmt.Sprint(deadID)}}, session...), "no CSRF field")
+	var dead int
+	require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+db.Schema+".dead_tasks").Scan(&dead))
+	require.Equal(t, 1, dead, "the refused actions changed nothing")
+
+	b := browser(t)
+	do := func(steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(b, 20*time.Second)
+		defer cancel()
+		require.NoError(t, chromedp.Do(ctx, steps...))
+	}
+	// Sign in on the page, then retry the dead task.
+	do(chromedp.Navigate(srv.URL+"/ui/dead"), chromedp.WaitVisible(`input[name="token"]`),
+		chromedp.SendKeys(`input[name="token"]`, "s3cret-token"), chromedp.Submit(`form.signin`),
+		chromedp.WaitVisible("#signed-in"), chromedp.WaitVisible(fmt.Sprintf("#retry-%d", deadID)))
+	t.Logf("dead, signed in: %s", screenshot(t, b, "dead-actions"))
+	page, err := chromedp.Run(b, chromedp.OuterHTML("html"))
+	require.NoError(t, err)
+	require.NotContains(t, page, "s3cret-token", "the token never appears on a page")
+	do(chromedp.Click(fmt.Sprintf("#retry-%d", deadID)), chromedp.WaitVisible("#dead"))
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var done int
+		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+db.Schema+".completions WHERE ordering_id = 'order-1'").Scan(&done))
+		if done == 1 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the retried task did not complete")
+	}
+
+	// Pause email from the overview (a later email keeps the kind listed):
+	// a new email does not start; resume: it does.
+	_, err = client.Schedule(ctx, pgsched.Task{OrderingID: "mail-later", ScheduledAt: time.Now().Add(time.Hour), Kind: "email"})
+	require.NoError(t, err)
+	do(chromedp.Navigate(srv.URL+"/ui/"), chromedp.WaitVisible("#pause-email"), chromedp.Click("#pause-email"),
+		chromedp.WaitVisible("#resume-email"))
+	kinds, err := client.PausedKinds(ctx)
+	require.NoError(t, err)
+	require.Len(t, kinds, 1)
+	_, err = client.Schedule(ctx, pgsched.Task{OrderingID: "mail-2", ScheduledAt: time.Now(), Kind: "email"})
+	require.NoError(t, err)
+	select {
+	case id := <-emails:
+		t.Fatalf("%s started while email is paused", id)
+	case <-time.After(time.Second): // a claim interval and more: nothing may start
+	}
+	do(chromedp.Click("#resume-email"), chromedp.WaitVisible("#pause-email"))
+	select {
+	case id := <-emails:
+		require.Equal(t, "mail-2", id)
+	case <-time.After(20 * time.Second):
+		t.Fatal("mail-2 did not run after the resume")
+	}
 }

@@ -81,6 +81,7 @@ type options struct {
 	logFormat      string
 	recurringFile  string
 	console        bool
+	consoleToken   string
 }
 
 func parse(args []string, getenv func(string) string, stdout io.Writer) (options, error) {
@@ -166,7 +167,8 @@ func flags(getenv func(string) string) (o *options, fs *flag.FlagSet, errs *[]er
 	str(&o.logFormat, "log-format", "PGSCHED_LOG_FORMAT", "text", "text or json")
 	str(&o.recurringFile, "recurring-file", "PGSCHED_RECURRING_FILE", "", "JSON file of recurring schedules to create or update at start")
 	console := getenv("PGSCHED_CONSOLE") != "false"
-	fs.BoolVar(&o.console, "console", console, "serve the web console at /ui/ on -http-addr, read-only (PGSCHED_CONSOLE)")
+	fs.BoolVar(&o.console, "console", console, "serve the web console at /ui/ on -http-addr (PGSCHED_CONSOLE)")
+	str(&o.consoleToken, "console-token", "PGSCHED_CONSOLE_TOKEN", "", "token that enables the console's actions (retry, delete, pause, resume); empty: read-only")
 	migrate := getenv("PGSCHED_MIGRATE") != "false"
 	fs.BoolVar(&o.migrate, "migrate", migrate, "apply migrations at start (PGSCHED_MIGRATE)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
@@ -237,7 +239,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	state := &readiness{reason: "starting"}
 	var ui http.Handler
 	if o.console {
-		if ui, err = pgschedui.New(pool, pgschedui.Config{Schema: o.schema, Logger: logger}); err != nil {
+		if ui, err = pgschedui.New(pool, pgschedui.Config{Schema: o.schema, Token: o.consoleToken, Logger: logger}); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,132 @@
+package pgschedui
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strconv"
+)
+
+// Actions are enabled by Config.Token. Signing in exchanges the token for
+// a cookie holding a MAC of it (HttpOnly, SameSite=Strict, scoped to the
+// console); every action is a POST that must carry that cookie and a CSRF
+// field, another MAC of the token, which a page of another origin cannot
+// read. Both are derived from the token, so the console keeps no state
+// and a new token signs everyone out.
+
+const cookieName = "pgsched_console"
+
+func (c *console) mac(purpose string) string {
+	m := hmac.New(sha256.New, []byte(c.token))
+	m.Write([]byte(purpose))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+func (c *console) csrf() string {
+	if c.token == "" {
+		return ""
+	}
+	return c.mac("csrf")
+}
+
+func (c *console) signedIn(r *http.Request) bool {
+	if c.token == "" {
+		return false
+	}
+	ck, err := r.Cookie(cookieName)
+	return err == nil && hmac.Equal([]byte(ck.Value), []byte(c.mac("session")))
+}
+
+func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
+	if c.token == "" {
+		http.Error(w, "actions are disabled: the console has no token (PGSCHED_CONSOLE_TOKEN)", http.StatusForbidden)
+		return
+	}
+	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.token)) != 1 {
+		c.logger.Warn("console sign-in refused", "remote", r.RemoteAddr)
+		http.Error(w, "wrong token", http.StatusForbidden)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.mac("session"), Path: c.prefix, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	c.logger.Info("console sign-in", "remote", r.RemoteAddr)
+	http.Redirect(w, r, c.back(r), http.StatusSeeOther)
+}
+
+// back is where an action returns to: the page it was posted from.
+func (c *console) back(r *http.Request) string {
+	if to := r.PostFormValue("back"); len(to) > len(c.prefix) && to[:len(c.prefix)] == c.prefix {
+		return to
+	}
+	return c.prefix
+}
+
+// action checks that actions are on, the request is signed in and
+// carries the CSRF field, then runs do and logs what it changed.
+func (c *console) action(do func(ctx context.Context, r *http.Request) (string, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case c.token == "":
+			http.Error(w, "actions are disabled: the console has no token (PGSCHED_CONSOLE_TOKEN)", http.StatusForbidden)
+			return
+		case !c.signedIn(r):
+			http.Error(w, "sign in with the console token first", http.StatusForbidden)
+			return
+		case !hmac.Equal([]byte(r.PostFormValue("csrf")), []byte(c.csrf())):
+			http.Error(w, "the form's CSRF token is missing or wrong", http.StatusForbidden)
+			return
+		}
+		ctx, cancel := c.ctx(r)
+		defer cancel()
+		what, err := do(ctx, r)
+		if err != nil {
+			c.logger.Warn("console action failed", "path", r.URL.Path, "error", err)
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		c.logger.Info("console action", "path", r.URL.Path, "changed", what, "remote", r.RemoteAddr)
+		http.Redirect(w, r, c.back(r), http.StatusSeeOther)
+	}
+}
+
+func formID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(r.PostFormValue("id"), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("id %q is not a task id", r.PostFormValue("id"))
+	}
+	return id, nil
+}
+
+func (c *console) retryDead(ctx context.Context, r *http.Request) (string, error) {
+	id, err := formID(r)
+	if err != nil {
+		return "", err
+	}
+	n, err := c.client.RetryDead(ctx, id)
+	return fmt.Sprintf("dead task %d retried: %d", id, n), err
+}
+
+func (c *console) deleteDead(ctx context.Context, r *http.Request) (string, error) {
+	id, err := formID(r)
+	if err != nil {
+		return "", err
+	}
+	n, err := c.client.DeleteDead(ctx, id)
+	return fmt.Sprintf("dead task %d deleted: %d", id, n), err
+}
+
+func (c *console) pauseKind(ctx context.Context, r *http.Request) (string, error) {
+	kind := r.PostFormValue("kind")
+	fresh, err := c.client.PauseKind(ctx, kind)
+	return fmt.Sprintf("kind %q paused (newly: %v)", kind, fresh), err
+}
+
+func (c *console) resumeKind(ctx context.Context, r *http.Request) (string, error) {
+	kind := r.PostFormValue("kind")
+	was, err := c.client.ResumeKind(ctx, kind)
+	return fmt.Sprintf("kind %q resumed (was paused: %v)", kind, was), err
+}
