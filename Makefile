@@ -1,4 +1,4 @@
-.PHONY: test run bench generate check-generated chaos chaos-outage chaos-short image
+.PHONY: test run bench generate check-generated chaos chaos-outage chaos-short image screenshots
 
 test:            ## every test, against real PostgreSQL
 	./scripts/test.sh
@@ -26,3 +26,6 @@ chaos-short:     ## the CI preset of make chaos: about two minutes
 
 image:           ## the worker's container image, built without Docker: dist/pgsched-worker.oci.tar (an OCI archive); see deploy/README.md
 	go run ./cmd/image -out dist/pgsched-worker.oci.tar
+
+screenshots:     ## the console's pages at 1280x800 and 390x844, from its browser tests, into docs/screenshots
+	mkdir -p docs/screenshots && PGSCHED_SCREENSHOTS=$(CURDIR)/docs/screenshots go test -count=1 -run 'TestConsole' ./pgschedui

@@ -46,20 +46,37 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
-// screenshot saves the page as a PNG in PGSCHED_SCREENSHOTS (or the
-// test's temporary directory) and returns the path.
+// screenshot saves the page as PNGs at laptop (1280x800) and phone
+// (390x844) sizes in PGSCHED_SCREENSHOTS (or the test's temporary
+// directory) and returns the laptop one's path.
 func screenshot(t *testing.T, ctx context.Context, name string) string {
 	t.Helper()
 	dir := os.Getenv("PGSCHED_SCREENSHOTS")
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG
-	require.NoError(t, err)
-	path := filepath.Join(dir, name+".png")
-	require.NoError(t, os.WriteFile(path, png, 0o644))
-	require.Greater(t, len(png), 5000, "a screenshot with something on it")
-	return path
+	var first string
+	for _, size := range []struct {
+		suffix string
+		w, h   int64
+		mobile bool
+	}{{"", 1280, 800, false}, {"-phone", 390, 844, true}} {
+		opts := []chromedp.EmulateViewportOption{}
+		if size.mobile {
+			opts = append(opts, chromedp.EmulateMobile)
+		}
+		require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(size.w, size.h, opts...)))
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100)) // quality 100: PNG
+		require.NoError(t, err)
+		path := filepath.Join(dir, name+size.suffix+".png")
+		require.NoError(t, os.WriteFile(path, png, 0o644))
+		require.Greater(t, len(png), 5000, "a screenshot with something on it")
+		if first == "" {
+			first = path
+		}
+	}
+	require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800)))
+	return first
 }
 
 // TestConsoleInBrowser: a worker runs a cluster with pending, running,
