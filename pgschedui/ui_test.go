@@ -46,6 +46,14 @@ func browser(t *testing.T) context.Context {
 	return ctx
 }
 
+// act runs steps in the browser tab, each batch within 20 s.
+func act(t *testing.T, b context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(b, 20*time.Second)
+	defer cancel()
+	require.NoError(t, chromedp.Do(ctx, steps...))
+}
+
 // screenshot saves the page as PNGs at laptop (1280x800) and phone
 // (390x844) sizes in PGSCHED_SCREENSHOTS (or the test's temporary
 // directory) and returns the laptop one's path.
@@ -145,12 +153,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Cleanup(srv.Close)
 	b := browser(t)
 
-	do := func(steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(b, 20*time.Second)
-		defer cancel()
-		require.NoError(t, chromedp.Do(ctx, steps...))
-	}
+	do := func(steps ...chromedp.Action[chromedp.Void]) { t.Helper(); act(t, b, steps...) }
 	text := func(sel string) string {
 		t.Helper()
 		v, err := chromedp.Run(b, chromedp.Text(sel))
@@ -313,12 +316,7 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	require.Equal(t, 1, dead, "the refused actions changed nothing")
 
 	b := browser(t)
-	do := func(steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(b, 20*time.Second)
-		defer cancel()
-		require.NoError(t, chromedp.Do(ctx, steps...))
-	}
+	do := func(steps ...chromedp.Action[chromedp.Void]) { t.Helper(); act(t, b, steps...) }
 	// Sign in on the page, then retry the dead task.
 	do(chromedp.Navigate(srv.URL+"/ui/dead"), chromedp.WaitVisible(`input[name="token"]`),
 		chromedp.SendKeys(`input[name="token"]`, "s3cret-token"), chromedp.Submit(`form.signin`),
