@@ -428,3 +428,41 @@ func TestRecurringZoneParity(t *testing.T) {
 		require.Equal(t, goOK, sqlOK, "time zone %q: Go %v, SQL %v", tz, goOK, sqlOK)
 	}
 }
+
+// TestRecurringLongOutage: a schedule ticking every second, its next tick
+// 20 days in the past (over a million missed ticks): the starting node
+// does not walk them all; policy all runs the latest 100, consecutive, in
+// order, and on-time ticks follow.
+func TestRecurringLongOutage(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	_, err := b.client.UpsertRecurring(ctx, pgsched.Recurring{Name: "long", Spec: "@every 1s", Missed: pgsched.MissedAll})
+	require.NoError(t, err)
+	_, err = b.db.Pool.Exec(ctx, "UPDATE "+b.db.Schema+".recurring_schedules SET next_tick = date_trunc('second', now()) - interval '20 days'")
+	require.NoError(t, err)
+	l := &tickLog{}
+	recurringWorker(t, b, "rl-1", l)
+	eventually(t, 20*time.Second, func() bool {
+		for _, r := range l.of("long") {
+			if r.scheduled.Equal(r.tick) {
+				return true
+			}
+		}
+		return false
+	}, "an on-time tick ran")
+	var catchUps []time.Time
+	for _, r := range l.of("long") {
+		if !r.scheduled.Equal(r.tick) {
+			catchUps = append(catchUps, r.tick)
+		}
+	}
+	// The latest MaxCatchUp; a tick or two more when the round computing
+	// them (a million steps, slow under -race) let the next fall behind.
+	require.GreaterOrEqual(t, len(catchUps), 100, "the latest MaxCatchUp missed ticks")
+	require.LessOrEqual(t, len(catchUps), 105, "not the million before them")
+	for i := 1; i < len(catchUps); i++ {
+		require.Equal(t, time.Second, catchUps[i].Sub(catchUps[i-1]), "consecutive, in order")
+	}
+	require.WithinDuration(t, time.Now(), catchUps[len(catchUps)-1], 10*time.Second, "the latest ones")
+}

@@ -169,8 +169,11 @@ func (w *Worker) checkSchema(ctx context.Context, ctl *pgxpool.Pool) (store.Sett
 		if err != nil {
 			return settings, startError(fmt.Errorf("recurring schedule %q: %w", r.Name, err))
 		}
-		w.logger.Info("recurring schedule "+map[string]string{"inserted": "created", "updated": "upserted"}[res],
-			"schedule", r.Name, "spec", r.Spec, "time_zone", r.TimeZone, "kind", r.Kind, "missed", r.Missed)
+		msg := "recurring schedule upserted"
+		if res == string(Inserted) {
+			msg = "recurring schedule created"
+		}
+		w.logger.Info(msg, "schedule", r.Name, "spec", r.Spec, "time_zone", r.TimeZone, "kind", r.Kind, "missed", r.Missed)
 	}
 	return settings, nil
 }

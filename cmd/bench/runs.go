@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgsched/pgsched"
 )
 
@@ -24,10 +25,28 @@ func (b *bench) burn(ctx context.Context, ids int) (float64, error) {
 	if err := enqueueLoad(ctx, c, b.n, ids, -time.Second); err != nil {
 		return 0, err
 	}
+	cpu := sampleCPU()
+	rate, err := b.burnLoaded(ctx, pool, schema)
+	if err != nil {
+		return 0, err
+	}
+	if s := cpuSplit(cpu); s != "" {
+		what := "own ordering_id"
+		if ids > 0 {
+			what = fmt.Sprintf("%d ordering_ids", ids)
+		}
+		fmt.Fprintf(os.Stderr, "burn-down, %s: %.0f tasks/s; %s\n", what, rate, s)
+	}
+	return rate, nil
+}
+
+// burnLoaded starts a worker on schema, where b.n due tasks wait, and
+// returns the rate at which it runs them all, from its start until every
+// outcome is recorded.
+func (b *bench) burnLoaded(ctx context.Context, pool *pgxpool.Pool, schema string) (float64, error) {
 	var done atomic.Int64
 	finished := make(chan struct{})
 	start := time.Now()
-	cpu := sampleCPU()
 	w, err := b.worker(ctx, pool, schema, func(*pgsched.Job) {
 		if done.Add(1) == int64(b.n) {
 			close(finished)
@@ -45,15 +64,7 @@ func (b *bench) burn(ctx context.Context, ids int) (float64, error) {
 	if err := waitEmpty(ctx, pool, schema); err != nil {
 		return 0, err
 	}
-	rate := float64(b.n) / time.Since(start).Seconds()
-	if s := cpuSplit(cpu); s != "" {
-		what := "own ordering_id"
-		if ids > 0 {
-			what = fmt.Sprintf("%d ordering_ids", ids)
-		}
-		fmt.Fprintf(os.Stderr, "burn-down, %s: %.0f tasks/s; %s\n", what, rate, s)
-	}
-	return rate, nil
+	return float64(b.n) / time.Since(start).Seconds(), nil
 }
 
 func (b *bench) burnOwn(ctx context.Context) (float64, error)     { return b.burn(ctx, 0) }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/pgsched/pgsched"
 )
 
 // tombstoneWorkload measures what the completion records of a busy
@@ -64,29 +62,8 @@ func (b *bench) tombstoneRun(ctx context.Context, n int) (enqRate, burnRate floa
 		return 0, 0, err
 	}
 	enqRate = float64(b.n) / time.Since(start).Seconds()
-
-	var done atomic.Int64
-	finished := make(chan struct{})
-	start = time.Now()
-	w, err := b.worker(ctx, pool, schema, func(*pgsched.Job) {
-		if done.Add(1) == int64(b.n) {
-			close(finished)
-		}
-	})
-	if err != nil {
-		return 0, 0, err
-	}
-	defer stopWorker(w)
-	select {
-	case <-finished:
-	case <-ctx.Done():
-		return 0, 0, ctx.Err()
-	}
-	if err := waitEmpty(ctx, pool, schema); err != nil {
-		return 0, 0, err
-	}
-	burnRate = float64(b.n) / time.Since(start).Seconds()
-	return enqRate, burnRate, nil
+	burnRate, err = b.burnLoaded(ctx, pool, schema)
+	return enqRate, burnRate, err
 }
 
 // fillCompletions writes n completion records over the last six days and

@@ -16,6 +16,7 @@ AS $$
 #variable_conflict use_variable
 DECLARE
     msg  text;
+    bad_spec text := pgsched.recurring_spec_error(spec);
     k    text := coalesce(nullif(kind, ''), 'default');
     pl   jsonb := coalesce(payload, '{}');
     tz   text := coalesce(nullif(time_zone, ''), 'UTC');
@@ -25,7 +26,7 @@ BEGIN
     msg := CASE
         WHEN name IS NULL OR name = '' THEN 'name is required'
         WHEN octet_length(name) > 255 THEN format('name is %s bytes, over the limit of 255', octet_length(name))
-        WHEN pgsched.recurring_spec_error(spec) IS NOT NULL THEN 'spec: ' || pgsched.recurring_spec_error(spec)
+        WHEN bad_spec IS NOT NULL THEN 'spec: ' || bad_spec
         WHEN NOT pgsched.recurring_zone_ok(tz) THEN format('time_zone "%s" is not an IANA time zone name', tz)
         WHEN mp NOT IN ('skip', 'one', 'all') THEN format('missed must be skip, one or all, got "%s"', mp)
         WHEN k ~ '[\x01-\x1f\x7f]' THEN 'kind contains a control character'

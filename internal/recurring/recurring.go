@@ -118,15 +118,16 @@ func (m *Materializer) one(ctx context.Context, d store.RecurringDue) (int, erro
 		next = sched.Next(now, loc)
 	}
 	var missed []time.Time
-	trimmed := 0 // missed ticks beyond the latest MaxCatchUp
+	trimmed := 0 // missed ticks before the latest MaxCatchUp (at least: see below)
 	for steps := 0; !next.IsZero() && next.Before(now.Add(-Tolerance)); steps++ {
 		if steps == 1_000_000 {
-			// Down for very long: jump to the last tick before now.
+			// Down for very long with frequent ticks: go on from the last
+			// MaxCatchUp minutes, which hold the latest ticks of any
+			// schedule that ticks this often, rather than walk every one.
 			trimmed += len(missed)
 			missed = missed[:0]
-			for t := sched.Next(now.Add(-Tolerance-time.Duration(MaxCatchUp)*time.Minute), loc); !t.IsZero() && t.Before(now.Add(-Tolerance)); t = sched.Next(t, loc) {
-				next = t
-			}
+			next = sched.Next(now.Add(-Tolerance-time.Duration(MaxCatchUp)*time.Minute), loc)
+			continue
 		}
 		if len(missed) == MaxCatchUp {
 			missed = missed[1:]
