@@ -197,9 +197,9 @@ func (e *Executor) Deliver(ctx context.Context, t Task) error {
 	resp, err := e.client.Do(req)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("webhook: kind %q: request timed out after %s: %w", t.Kind, e.timeout, err)
+			return fmt.Errorf("webhook: kind %q: request timed out after %s: %w", t.Kind, e.timeout, hideURL(err, target))
 		}
-		return fmt.Errorf("webhook: kind %q: %w", t.Kind, err)
+		return fmt.Errorf("webhook: kind %q: %w", t.Kind, hideURL(err, target))
 	}
 	defer func() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
@@ -262,20 +262,33 @@ func validHeaderValue(s string) bool {
 	return true
 }
 
-// redact hides any password in a URL for error messages.
+// redact shortens a URL to its scheme and host for error messages, which
+// are stored with the task and shown by the console: a webhook URL often
+// carries its credential in the user info, the path (Slack, Discord) or
+// the query (?token=), and the kind already names the route.
 func redact(s string) string {
 	u, err := url.Parse(s)
-	if err != nil {
-		return s
+	if err != nil || u.Host == "" {
+		return "(webhook URL)"
 	}
-	return u.Redacted()
+	return u.Scheme + "://" + u.Host
+}
+
+// hideURL replaces the URL in an error from the HTTP client (a
+// *url.Error, which keeps the path and the query) with its redaction.
+func hideURL(err error, target string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return &url.Error{Op: ue.Op, URL: redact(target), Err: ue.Err}
+	}
+	return err
 }
 
 // StatusError is returned by Deliver when the webhook answered with a
 // non-2xx status.
 type StatusError struct {
 	Kind       string // task kind
-	URL        string // target URL, password redacted
+	URL        string // target URL's scheme and host only (see redact)
 	StatusCode int
 	// Body holds at most the first 4 KiB of the response body (invalid
 	// UTF-8 replaced by '?').

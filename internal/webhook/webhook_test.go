@@ -266,7 +266,7 @@ func TestDeliverStatusClassification(t *testing.T) {
 			require.Equal(t, tc.permanent, se.Permanent)
 			require.Equal(t, tc.permanent, IsPermanent(err))
 			require.Equal(t, "k", se.Kind)
-			require.Equal(t, srv.URL+"/hook", se.URL)
+			require.Equal(t, srv.URL, se.URL, "scheme and host only: a path or query may hold a credential")
 			require.NotErrorIs(t, err, ErrNoRoute)
 			if tc.status != http.StatusNotModified { // 304 has no body
 				require.Equal(t, "  reason from server\n", se.Body)
@@ -497,4 +497,28 @@ func TestIsPermanent(t *testing.T) {
 	require.False(t, IsPermanent(&StatusError{StatusCode: 503}))
 	wrapped := errors.Join(errors.New("ctx"), &StatusError{StatusCode: 404, Permanent: true})
 	require.True(t, IsPermanent(wrapped))
+}
+
+// TestErrorsHideURLCredentials: an error is stored with the task and shown
+// by the console, so neither a refused request nor an unreachable host
+// puts the URL's user info, path or query in it.
+func TestErrorsHideURLCredentials(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	withCreds := func(base string) string {
+		return strings.Replace(base, "http://", "http://user:pw-SECRET@", 1) + "/services/PATH-SECRET?token=QUERY-SECRET"
+	}
+	e := newExecutor(t, "refused="+withCreds(srv.URL)+", down="+withCreds(closed.URL))
+	for _, kind := range []string{"refused", "down"} {
+		err := e.Deliver(context.Background(), Task{OrderingID: "o", Kind: kind, Attempt: 1})
+		require.Error(t, err)
+		for _, secret := range []string{"pw-SECRET", "PATH-SECRET", "QUERY-SECRET", "user"} {
+			require.NotContains(t, err.Error(), secret, kind)
+		}
+		require.Contains(t, err.Error(), strings.TrimPrefix(srv.URL, "http://")[:10], "the host stays, to tell where it went")
+	}
 }
