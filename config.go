@@ -10,14 +10,15 @@ import (
 // The defaults of WorkerConfig's fields, in one place: NewWorker fills them
 // in and cmd/worker uses them for its flags.
 const (
-	DefaultConcurrency  = 100
-	DefaultLeaseTTL     = 10 * time.Second
-	DefaultClaimAhead   = 25 * time.Millisecond
-	DefaultPollInterval = time.Second
-	DefaultDrainTimeout = 10 * time.Second
-	DefaultFlexDown     = time.Minute
-	DefaultFinishBatch  = 1000
-	DefaultFinishDelay  = time.Millisecond
+	DefaultConcurrency   = 100
+	DefaultLeaseTTL      = 10 * time.Second
+	DefaultClaimAhead    = 25 * time.Millisecond
+	DefaultPollInterval  = time.Second
+	DefaultDrainTimeout  = 10 * time.Second
+	DefaultFlexDown      = time.Minute
+	DefaultCountInterval = 10 * time.Second
+	DefaultFinishBatch   = 1000
+	DefaultFinishDelay   = time.Millisecond
 )
 
 // ClientConfig configures a Client.
@@ -80,8 +81,14 @@ type WorkerConfig struct {
 	// or timer fires. Defaults to 1s.
 	PollInterval time.Duration
 	// MaintenanceInterval is how often the node refreshes its cluster and
-	// pending gauges. Defaults to LeaseTTL/4.
+	// pending gauges and adds its outcomes to the throughput history
+	// (pgsched.throughput). Defaults to LeaseTTL/4.
 	MaintenanceInterval time.Duration
+	// CountInterval is how often the leader counts tasks per kind for the
+	// console, the pgsched.kinds view and the pending gauge; a count that
+	// takes long (millions of tasks) stretches it to 20 times the count's
+	// duration. Defaults to 10s.
+	CountInterval time.Duration
 	// ClusterInterval is how often a node re-reads its partition duties,
 	// competes for (or renews) the leader lease and, when leading, plans
 	// partitions and backups. Notifications make most changes travel

@@ -16,6 +16,7 @@ import (
 	"github.com/pgsched/pgsched/internal/lease"
 	"github.com/pgsched/pgsched/internal/metrics"
 	"github.com/pgsched/pgsched/internal/recurring"
+	"github.com/pgsched/pgsched/internal/stats"
 	"github.com/pgsched/pgsched/internal/store"
 )
 
@@ -52,6 +53,9 @@ type Worker struct {
 	// cancels holds the ids of tasks an operator asked to cancel, as last
 	// read (see refreshCancels).
 	cancels atomic.Pointer[map[int64]bool]
+	// stats holds outcomes and lateness until maintain adds them to the
+	// throughput history.
+	stats stats.Recorder
 }
 
 // NodeID is this worker's node id.
@@ -244,12 +248,16 @@ func (w *Worker) build(ctl *pgxpool.Pool) (*parts, error) {
 			},
 			Skipped: func(n int) { w.metrics.RecurringTicks.WithLabelValues("skipped").Add(float64(n)) },
 		}}
+	counts := &stats.Counter{Store: w.store, DB: ctl, Interval: w.cfg.CountInterval, Logger: w.logger}
 	p.leader, err = lease.NewLeader(lease.LeaderConfig{
 		Node: p.node, Store: w.store, DB: ctl, TTL: w.cfg.LeaseTTL, Interval: w.cfg.ClusterInterval, Wake: p.leaderWake,
 		Round: func(ctx context.Context, l lease.Leadership) {
 			planner.Round(ctx, l)
 			if err := ticks.Round(ctx); err != nil && ctx.Err() == nil {
 				w.logger.Warn("creating recurring ticks failed; the next round tries again", "error", err)
+			}
+			if err := counts.Round(ctx); err != nil && ctx.Err() == nil {
+				w.logger.Warn("counting tasks per kind failed; the next round tries again", "error", err)
 			}
 		},
 		Logger: w.logger,
@@ -323,6 +331,12 @@ func (w *Worker) launch(ctx context.Context, ctl *pgxpool.Pool, p *parts) (<-cha
 	go func() { defer wg.Done(); _ = p.disp.Run(runCtx) }()
 	go func() {
 		wg.Wait()
+		// What the drain finished goes into the history too.
+		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		if err := w.stats.Flush(fctx, w.store, ctl, w.cfg.NodeID); err != nil {
+			w.logger.Warn("adding the last outcomes to the throughput history failed", "error", err)
+		}
+		fcancel()
 		// The lease ends last: outcomes of draining tasks need its term.
 		nodeStop()
 		<-nodeDone

@@ -70,7 +70,7 @@ func checkConfig(cfg WorkerConfig) error {
 	}{
 		{"PollInterval", cfg.PollInterval}, {"MaintenanceInterval", cfg.MaintenanceInterval},
 		{"ClusterInterval", cfg.ClusterInterval}, {"DrainTimeout", cfg.DrainTimeout},
-		{"FlexDown", cfg.FlexDown}, {"FinishDelay", cfg.FinishDelay},
+		{"FlexDown", cfg.FlexDown}, {"FinishDelay", cfg.FinishDelay}, {"CountInterval", cfg.CountInterval},
 	} {
 		if d.v < 0 {
 			return configErr(d.field, "%s must not be negative, got %s", d.field, d.v)
@@ -180,6 +180,9 @@ func withDefaults(cfg WorkerConfig) WorkerConfig {
 	}
 	if cfg.FlexDown == 0 {
 		cfg.FlexDown = DefaultFlexDown
+	}
+	if cfg.CountInterval == 0 {
+		cfg.CountInterval = DefaultCountInterval
 	}
 	switch {
 	case cfg.ClaimAhead == 0:

@@ -26,6 +26,7 @@ func (w *Worker) onFinished(job *dispatch.Job, res dispatch.Result, ran time.Dur
 			ID: job.ID, Kind: job.Kind, Attempt: job.Attempt, Result: res.Outcome})
 	}
 	w.metrics.Running.Dec()
+	w.stats.Outcome(res.Outcome)
 	w.metrics.Executed.WithLabelValues(job.Kind, res.Outcome).Inc()
 	w.metrics.Duration.WithLabelValues(job.Kind).Observe(ran.Seconds())
 	switch res.Outcome {
@@ -50,7 +51,9 @@ func (w *Worker) handlerFor(kind string) (kindHandler, bool) {
 // exec runs a job's handler and turns its error into an outcome.
 func (w *Worker) exec(ctx context.Context, dj *dispatch.Job) dispatch.Result {
 	if dj.Attempt == 1 {
-		late := max(dj.StartLateness().Seconds(), 0)
+		lateness := dj.StartLateness()
+		w.stats.Started(lateness)
+		late := max(lateness.Seconds(), 0)
 		w.metrics.Lateness.Observe(late)
 		if strings.HasPrefix(dj.UniquenessKey, "tick ") {
 			w.metrics.RecurringLateness.Observe(late)

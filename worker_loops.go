@@ -100,7 +100,6 @@ func (w *Worker) logReadiness() {
 func (w *Worker) maintain(ctx context.Context, pauseWake, cancelWake <-chan struct{}, disp *dispatch.Dispatcher) {
 	tick := time.NewTicker(w.cfg.MaintenanceInterval)
 	defer tick.Stop()
-	ticks := 0
 	w.refreshPaused(ctx, disp)
 	for {
 		select {
@@ -124,11 +123,12 @@ func (w *Worker) maintain(ctx context.Context, pauseWake, cancelWake <-chan stru
 			w.metrics.NodesActive.Set(float64(active))
 			w.metrics.NodesInactive.Set(float64(inactive))
 		}
-		// Counting pending tasks scans them: sample it every tenth round.
-		if ticks++; ticks%10 == 1 {
-			if n, err := w.store.CountPending(ctx, w.ctl); err == nil {
-				w.metrics.Pending.Set(float64(n))
-			}
+		if err := w.stats.Flush(ctx, w.store, w.ctl, w.cfg.NodeID); err != nil && ctx.Err() == nil {
+			w.logger.Warn("adding outcomes to the throughput history failed; the next round adds them", "error", err)
+		}
+		// The leader counts per kind (stats.Counter); this reads its sum.
+		if n, err := w.store.CountedPending(ctx, w.ctl); err == nil {
+			w.metrics.Pending.Set(float64(n))
 		}
 	}
 }

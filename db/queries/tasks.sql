@@ -91,10 +91,6 @@ FROM pgsched.settings;
 -- name: CompletionEnsurePartitions :one
 SELECT pgsched.ensure_completion_partitions(now(), sqlc.arg(days_ahead)::integer)::integer AS dropped;
 
--- name: TaskCountPending :one
-SELECT ((SELECT count(*) FROM pgsched.heads h WHERE NOT h.running)
-        + (SELECT count(*) FROM pgsched.backlog b))::bigint AS pending;
-
 -- TaskList lists pending and running tasks (the tasks view) that match
 -- every filter given, in key order from a key onwards (keyset paging).
 -- name: TaskList :many
@@ -102,7 +98,9 @@ SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload,
        t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
 FROM pgsched.tasks t
 WHERE (sqlc.narg(kind)::text IS NULL OR t.kind = sqlc.narg(kind)::text)
-  AND (sqlc.narg(ordering_id)::text IS NULL OR t.ordering_id = sqlc.narg(ordering_id)::text)
+  AND (sqlc.narg(ordering_id)::text IS NULL
+       OR (t.ordering_id = sqlc.narg(ordering_id)::text
+           AND t.partition_id = pgsched.partition_of(sqlc.narg(ordering_id)::text, (SELECT s.partition_count FROM pgsched.settings s))))
   AND (sqlc.narg(state)::text IS NULL OR t.state = sqlc.narg(state)::text)
   AND (sqlc.narg(due_by)::timestamptz IS NULL OR t.run_at <= sqlc.narg(due_by)::timestamptz)
   AND (t.ordering_id, t.scheduled_at, t.uniqueness_key)

@@ -12,10 +12,28 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const consoleCounted = `-- name: ConsoleCounted :one
+SELECT k.counted_at, extract(epoch FROM k.took)::float8 AS took_seconds, now()::timestamptz AS db_now
+FROM pgsched.kind_counted k
+`
+
+type ConsoleCountedRow struct {
+	CountedAt   time.Time
+	TookSeconds float64
+	DbNow       time.Time
+}
+
+func (q *Queries) ConsoleCounted(ctx context.Context, db DBTX) (ConsoleCountedRow, error) {
+	row := db.QueryRow(ctx, consoleCounted)
+	var i ConsoleCountedRow
+	err := row.Scan(&i.CountedAt, &i.TookSeconds, &i.DbNow)
+	return i, err
+}
+
 const consoleDead = `-- name: ConsoleDead :many
 SELECT d.id, d.died_at, d.kind, d.ordering_id, d.scheduled_at, d.uniqueness_key, d.attempt,
        coalesce(d.last_error, '')::text AS last_error, coalesce(d.node_id, '')::text AS node_id
-FROM pgsched.dead d
+FROM pgsched.dead_tasks d
 WHERE ($1::text IS NULL OR d.kind = $1::text)
 ORDER BY d.died_at DESC
 LIMIT $2::integer
@@ -68,24 +86,64 @@ func (q *Queries) ConsoleDead(ctx context.Context, db DBTX, arg ConsoleDeadParam
 	return items, nil
 }
 
+const consoleDeadTask = `-- name: ConsoleDeadTask :many
+SELECT d.id, d.died_at, d.kind, d.ordering_id, d.scheduled_at, d.uniqueness_key, d.attempt, d.payload,
+       coalesce(d.last_error, '')::text AS last_error, coalesce(d.node_id, '')::text AS node_id, d.partition_id
+FROM pgsched.dead_tasks d
+WHERE d.id = $1::bigint
+`
+
+type ConsoleDeadTaskRow struct {
+	ID            int64
+	DiedAt        time.Time
+	Kind          string
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Attempt       int32
+	Payload       []byte
+	LastError     string
+	NodeID        string
+	PartitionID   int32
+}
+
+// ConsoleDeadTask is one dead task, whole.
+func (q *Queries) ConsoleDeadTask(ctx context.Context, db DBTX, id int64) ([]ConsoleDeadTaskRow, error) {
+	rows, err := db.Query(ctx, consoleDeadTask, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ConsoleDeadTaskRow{}
+	for rows.Next() {
+		var i ConsoleDeadTaskRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.DiedAt,
+			&i.Kind,
+			&i.OrderingID,
+			&i.ScheduledAt,
+			&i.UniquenessKey,
+			&i.Attempt,
+			&i.Payload,
+			&i.LastError,
+			&i.NodeID,
+			&i.PartitionID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const consoleKinds = `-- name: ConsoleKinds :many
-WITH pend AS (
-    SELECT p.kind, sum(p.pending)::bigint AS pending, sum(p.due)::bigint AS due FROM pgsched.pending p GROUP BY p.kind
-), run AS (
-    SELECT h.kind, count(*)::bigint AS running FROM pgsched.heads h WHERE h.running GROUP BY h.kind
-), dead AS (
-    SELECT d.kind, count(*)::bigint AS dead FROM pgsched.dead_tasks d GROUP BY d.kind
-), kinds AS (
-    SELECT pend.kind FROM pend UNION SELECT run.kind FROM run UNION SELECT dead.kind FROM dead
-    UNION SELECT k.kind FROM pgsched.paused_kinds k
-)
-SELECT k.kind::text AS kind, coalesce(pend.pending, 0)::bigint AS pending, coalesce(pend.due, 0)::bigint AS due,
-       coalesce(run.running, 0)::bigint AS running, coalesce(dead.dead, 0)::bigint AS dead,
-       EXISTS (SELECT 1 FROM pgsched.paused_kinds pk WHERE pk.kind = k.kind) AS paused
-FROM kinds k
-LEFT JOIN pend ON pend.kind = k.kind
-LEFT JOIN run ON run.kind = k.kind
-LEFT JOIN dead ON dead.kind = k.kind
+SELECT k.kind::text AS kind, k.pending::bigint AS pending, k.due::bigint AS due, k.running::bigint AS running,
+       k.dead::bigint AS dead, k.paused::boolean AS paused
+FROM pgsched.kinds k
 ORDER BY k.kind
 `
 
@@ -98,8 +156,8 @@ type ConsoleKindsRow struct {
 	Paused  bool
 }
 
-// ConsoleKinds counts, per kind, the tasks pending and due now, running,
-// and dead, and whether the kind is paused.
+// ConsoleKinds reads the leader's last count per kind (the kinds view):
+// counting on every page view would read every task.
 func (q *Queries) ConsoleKinds(ctx context.Context, db DBTX) ([]ConsoleKindsRow, error) {
 	rows, err := db.Query(ctx, consoleKinds)
 	if err != nil {
@@ -128,20 +186,22 @@ func (q *Queries) ConsoleKinds(ctx context.Context, db DBTX) ([]ConsoleKindsRow,
 }
 
 const consoleLateness = `-- name: ConsoleLateness :one
-SELECT coalesce(extract(epoch FROM l.lateness), 0)::float8 AS lateness_seconds, l.due_queues::bigint AS due_queues
-FROM pgsched.lateness l
+SELECT coalesce(extract(epoch FROM now() - min(d.run_at)), 0)::float8 AS lateness_seconds
+FROM pgsched.settings s, generate_series(0, s.partition_count - 1) AS p,
+     LATERAL (SELECT h.run_at FROM pgsched.heads h
+              WHERE h.partition_id = p AND h.chain = 0 AND NOT h.paused AND NOT h.running AND h.run_at <= now()
+              ORDER BY h.run_at LIMIT 1) d
 `
 
-type ConsoleLatenessRow struct {
-	LatenessSeconds float64
-	DueQueues       int64
-}
-
-func (q *Queries) ConsoleLateness(ctx context.Context, db DBTX) (ConsoleLatenessRow, error) {
+// ConsoleLateness is how long the due head that has waited longest has
+// waited (the lateness view's first column), found with one probe of the
+// claim index per partition: counting the due heads, as the view does,
+// reads every one of them when millions are due.
+func (q *Queries) ConsoleLateness(ctx context.Context, db DBTX) (float64, error) {
 	row := db.QueryRow(ctx, consoleLateness)
-	var i ConsoleLatenessRow
-	err := row.Scan(&i.LatenessSeconds, &i.DueQueues)
-	return i, err
+	var lateness_seconds float64
+	err := row.Scan(&lateness_seconds)
+	return lateness_seconds, err
 }
 
 const consoleNodes = `-- name: ConsoleNodes :many
@@ -228,6 +288,268 @@ func (q *Queries) ConsolePartitions(ctx context.Context, db DBTX) ([]ConsolePart
 			&i.Owner,
 			&i.OwnerLive,
 			&i.ServedBy,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const consoleTaskKey = `-- name: ConsoleTaskKey :many
+WITH k AS (
+    SELECT pgsched.partition_of($1::text, s.partition_count) AS p FROM pgsched.settings s
+)
+SELECT t.state::text AS state, t.id::bigint AS id, t.kind, t.payload, t.run_at::timestamptz AS at, t.attempt,
+       coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id, t.partition_id
+FROM pgsched.tasks t, k
+WHERE t.partition_id = k.p AND t.ordering_id = $1::text
+  AND t.scheduled_at = $2::timestamptz AND t.uniqueness_key = $3::text
+UNION ALL
+SELECT 'completed', 0::bigint, c.kind, NULL::jsonb, c.completed_at, c.attempt, '', coalesce(c.node_id, ''), c.partition_id
+FROM pgsched.completions c, k
+WHERE c.partition_id = k.p AND c.ordering_id = $1::text
+  AND c.scheduled_at = $2::timestamptz AND c.uniqueness_key = $3::text
+UNION ALL
+SELECT 'dead', d.id, d.kind, d.payload, d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id
+FROM pgsched.dead_tasks d, k
+WHERE d.partition_id = k.p AND d.ordering_id = $1::text
+  AND d.scheduled_at = $2::timestamptz AND d.uniqueness_key = $3::text
+`
+
+type ConsoleTaskKeyParams struct {
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+}
+
+type ConsoleTaskKeyRow struct {
+	State       string
+	ID          int64
+	Kind        string
+	Payload     []byte
+	At          time.Time
+	Attempt     int32
+	LastError   string
+	NodeID      string
+	PartitionID int32
+}
+
+// ConsoleTaskKey finds a key wherever it is: pending or running (heads and
+// backlog, by primary key in its partition), completed (tombstones) or
+// dead. Several rows when a key died and was scheduled again.
+func (q *Queries) ConsoleTaskKey(ctx context.Context, db DBTX, arg ConsoleTaskKeyParams) ([]ConsoleTaskKeyRow, error) {
+	rows, err := db.Query(ctx, consoleTaskKey, arg.OrderingID, arg.ScheduledAt, arg.UniquenessKey)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ConsoleTaskKeyRow{}
+	for rows.Next() {
+		var i ConsoleTaskKeyRow
+		if err := rows.Scan(
+			&i.State,
+			&i.ID,
+			&i.Kind,
+			&i.Payload,
+			&i.At,
+			&i.Attempt,
+			&i.LastError,
+			&i.NodeID,
+			&i.PartitionID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const consoleTasks = `-- name: ConsoleTasks :many
+SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+FROM pgsched.tasks t
+WHERE ($1::text IS NULL OR t.kind = $1::text)
+  AND ($2::text IS NULL OR t.state = $2::text)
+ORDER BY t.partition_id, t.ordering_id, t.scheduled_at, t.uniqueness_key
+LIMIT $3::integer
+`
+
+type ConsoleTasksParams struct {
+	Kind    pgtype.Text
+	State   pgtype.Text
+	MaxRows int32
+}
+
+type ConsoleTasksRow struct {
+	ID            int64
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Kind          string
+	Payload       []byte
+	State         string
+	RunAt         time.Time
+	Attempt       int32
+	LastError     string
+	NodeID        string
+}
+
+func (q *Queries) ConsoleTasks(ctx context.Context, db DBTX, arg ConsoleTasksParams) ([]ConsoleTasksRow, error) {
+	rows, err := db.Query(ctx, consoleTasks, arg.Kind, arg.State, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ConsoleTasksRow{}
+	for rows.Next() {
+		var i ConsoleTasksRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrderingID,
+			&i.ScheduledAt,
+			&i.UniquenessKey,
+			&i.Kind,
+			&i.Payload,
+			&i.State,
+			&i.RunAt,
+			&i.Attempt,
+			&i.LastError,
+			&i.NodeID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const consoleTasksOfOrdering = `-- name: ConsoleTasksOfOrdering :many
+
+SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+FROM pgsched.tasks t
+WHERE t.partition_id = pgsched.partition_of($1::text, (SELECT s.partition_count FROM pgsched.settings s))
+  AND t.ordering_id = $1::text
+ORDER BY t.scheduled_at, t.uniqueness_key
+LIMIT $2::integer
+`
+
+type ConsoleTasksOfOrderingParams struct {
+	OrderingID string
+	MaxRows    int32
+}
+
+type ConsoleTasksOfOrderingRow struct {
+	ID            int64
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Kind          string
+	Payload       []byte
+	State         string
+	RunAt         time.Time
+	Attempt       int32
+	LastError     string
+	NodeID        string
+}
+
+// The tasks page's three lists, each shaped so that a database with
+// millions of tasks answers in milliseconds with a cached generic plan:
+// an ordering_id's tasks by primary key in its partition; running tasks
+// from the heads alone (read whole: no index covers running, so a claim
+// stays a HOT update); otherwise the first tasks in primary key order,
+// which the primary key indexes give without sorting.
+func (q *Queries) ConsoleTasksOfOrdering(ctx context.Context, db DBTX, arg ConsoleTasksOfOrderingParams) ([]ConsoleTasksOfOrderingRow, error) {
+	rows, err := db.Query(ctx, consoleTasksOfOrdering, arg.OrderingID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ConsoleTasksOfOrderingRow{}
+	for rows.Next() {
+		var i ConsoleTasksOfOrderingRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrderingID,
+			&i.ScheduledAt,
+			&i.UniquenessKey,
+			&i.Kind,
+			&i.Payload,
+			&i.State,
+			&i.RunAt,
+			&i.Attempt,
+			&i.LastError,
+			&i.NodeID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const consoleTasksRunning = `-- name: ConsoleTasksRunning :many
+SELECT h.id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.kind, h.payload, 'running'::text AS state,
+       h.run_at, h.attempt, coalesce(h.last_error, '')::text AS last_error, coalesce(h.node_id, '')::text AS node_id
+FROM pgsched.heads h
+WHERE h.running AND ($1::text IS NULL OR h.kind = $1::text)
+ORDER BY h.claimed_at
+LIMIT $2::integer
+`
+
+type ConsoleTasksRunningParams struct {
+	Kind    pgtype.Text
+	MaxRows int32
+}
+
+type ConsoleTasksRunningRow struct {
+	ID            int64
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Kind          string
+	Payload       []byte
+	State         string
+	RunAt         time.Time
+	Attempt       int32
+	LastError     string
+	NodeID        string
+}
+
+func (q *Queries) ConsoleTasksRunning(ctx context.Context, db DBTX, arg ConsoleTasksRunningParams) ([]ConsoleTasksRunningRow, error) {
+	rows, err := db.Query(ctx, consoleTasksRunning, arg.Kind, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []ConsoleTasksRunningRow{}
+	for rows.Next() {
+		var i ConsoleTasksRunningRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.OrderingID,
+			&i.ScheduledAt,
+			&i.UniquenessKey,
+			&i.Kind,
+			&i.Payload,
+			&i.State,
+			&i.RunAt,
+			&i.Attempt,
+			&i.LastError,
+			&i.NodeID,
 		); err != nil {
 			return nil, err
 		}

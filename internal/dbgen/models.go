@@ -119,6 +119,30 @@ type PgschedHead struct {
 	Paused        bool
 }
 
+type PgschedKind struct {
+	Kind      string
+	Pending   int64
+	Due       int64
+	Running   int64
+	Dead      int64
+	Paused    interface{}
+	CountedAt time.Time
+}
+
+type PgschedKindCount struct {
+	Kind    string
+	Pending int64
+	Due     int64
+	Running int64
+	Dead    int64
+}
+
+type PgschedKindCounted struct {
+	One       bool
+	CountedAt time.Time
+	Took      pgtype.Interval
+}
+
 type PgschedLateness struct {
 	OldestDueAt interface{}
 	Lateness    interface{}
@@ -248,6 +272,17 @@ type PgschedStandIn struct {
 	DownSince     interface{}
 }
 
+type PgschedStatsMinute struct {
+	Minute      time.Time
+	NodeID      string
+	Completed   int64
+	Retried     int64
+	Dead        int64
+	Started     int64
+	LatenessSum float64
+	LatenessMax float64
+}
+
 type PgschedTask struct {
 	PartitionID   int32
 	OrderingID    string
@@ -266,4 +301,15 @@ type PgschedTask struct {
 	ClaimedAt     *time.Time
 	CreatedAt     time.Time
 	Head          bool
+}
+
+type PgschedThroughput struct {
+	Minute              time.Time
+	Completed           int64
+	Retried             int64
+	Dead                int64
+	Started             int64
+	LatenessMeanSeconds interface{}
+	LatenessMaxSeconds  interface{}
+	Nodes               int64
 }

@@ -293,18 +293,6 @@ func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDuePar
 	return items, nil
 }
 
-const taskCountPending = `-- name: TaskCountPending :one
-SELECT ((SELECT count(*) FROM pgsched.heads h WHERE NOT h.running)
-        + (SELECT count(*) FROM pgsched.backlog b))::bigint AS pending
-`
-
-func (q *Queries) TaskCountPending(ctx context.Context, db DBTX) (int64, error) {
-	row := db.QueryRow(ctx, taskCountPending)
-	var pending int64
-	err := row.Scan(&pending)
-	return pending, err
-}
-
 const taskFinish = `-- name: TaskFinish :many
 SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::bigint[] AS applied,
        coalesce(r.partition_id, 0)::integer AS partition_id, coalesce(r.id, 0)::bigint AS id,
@@ -465,7 +453,9 @@ SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload,
        t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
 FROM pgsched.tasks t
 WHERE ($1::text IS NULL OR t.kind = $1::text)
-  AND ($2::text IS NULL OR t.ordering_id = $2::text)
+  AND ($2::text IS NULL
+       OR (t.ordering_id = $2::text
+           AND t.partition_id = pgsched.partition_of($2::text, (SELECT s.partition_count FROM pgsched.settings s))))
   AND ($3::text IS NULL OR t.state = $3::text)
   AND ($4::timestamptz IS NULL OR t.run_at <= $4::timestamptz)
   AND (t.ordering_id, t.scheduled_at, t.uniqueness_key)

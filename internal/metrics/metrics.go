@@ -81,7 +81,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "pgsched_tasks_running", Help: "Tasks claimed by this node whose handlers have not returned.",
 		}),
 		Pending: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "pgsched_tasks_pending", Help: "Pending tasks in the whole schema (sampled).",
+			Name: "pgsched_tasks_pending", Help: "Pending tasks in the whole schema, as the leader last counted them.",
 		}),
 		Lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pgsched_task_start_lateness_seconds", Help: "Claim time minus scheduled time for first attempts.",

@@ -55,8 +55,3 @@ func (s *Store) NodeCounts(ctx context.Context, db DBTX) (active, inactive int, 
 	r, err := s.q.NodeCounts(ctx, s.db(db))
 	return int(r.Active), int(r.Inactive), err
 }
-
-// CountPending counts pending tasks.
-func (s *Store) CountPending(ctx context.Context, db DBTX) (int64, error) {
-	return s.q.TaskCountPending(ctx, s.db(db))
-}

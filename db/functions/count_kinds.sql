@@ -1,0 +1,38 @@
+-- count_kinds replaces pgsched.kind_counts with a fresh count of every
+-- task per kind: pending (heads not running and the backlog), of those the
+-- due ones, running, and dead, all from one snapshot. It reads every task,
+-- so the leader calls it every few seconds, and less often when it takes
+-- long; pages and metrics read the result. Concurrent calls queue rather
+-- than interleave. Returns the number of kinds.
+CREATE OR REPLACE FUNCTION pgsched.count_kinds()
+RETURNS integer
+LANGUAGE plpgsql
+SET jit = off
+AS $$
+DECLARE
+    began timestamptz := clock_timestamp();
+    n     integer;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtext('pgsched.kind_counts'));
+    DELETE FROM pgsched.kind_counts;
+    INSERT INTO pgsched.kind_counts (kind, pending, due, running, dead)
+    SELECT c.kind, sum(c.pending), sum(c.due), sum(c.running), sum(c.dead)
+    FROM (
+        SELECT h.kind, count(*) FILTER (WHERE NOT h.running) AS pending,
+               count(*) FILTER (WHERE NOT h.running AND h.run_at <= now()) AS due,
+               count(*) FILTER (WHERE h.running) AS running, 0::bigint AS dead
+        FROM pgsched.heads h GROUP BY h.kind
+        UNION ALL
+        SELECT b.kind, count(*), count(*) FILTER (WHERE b.run_at <= now()), 0, 0
+        FROM pgsched.backlog b GROUP BY b.kind
+        UNION ALL
+        SELECT d.kind, 0, 0, 0, count(*)
+        FROM pgsched.dead_tasks d GROUP BY d.kind
+    ) c
+    GROUP BY c.kind;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    INSERT INTO pgsched.kind_counted (one, counted_at, took) VALUES (true, now(), clock_timestamp() - began)
+    ON CONFLICT (one) DO UPDATE SET counted_at = excluded.counted_at, took = excluded.took;
+    RETURN n;
+END
+$$;

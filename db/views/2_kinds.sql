@@ -1,0 +1,13 @@
+-- kinds: per kind, the tasks pending, due, running and dead as the leader
+-- last counted them (pgsched.count_kinds, every few seconds), whether the
+-- kind is paused, and when the count was taken. Paused kinds with no task
+-- are listed too.
+CREATE OR REPLACE VIEW pgsched.kinds AS
+SELECT coalesce(c.kind, p.kind) AS kind,
+       coalesce(c.pending, 0) AS pending, coalesce(c.due, 0) AS due,
+       coalesce(c.running, 0) AS running, coalesce(c.dead, 0) AS dead,
+       p.kind IS NOT NULL AS paused,
+       (SELECT k.counted_at FROM pgsched.kind_counted k) AS counted_at
+FROM pgsched.kind_counts c
+FULL JOIN pgsched.paused_kinds p ON p.kind = c.kind
+ORDER BY 1;
