@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
+
+	"github.com/pgsched/pgsched"
 )
 
 // Actions are enabled by Config.Token. Signing in exchanges the token for
@@ -129,4 +132,35 @@ func (c *console) resumeKind(ctx context.Context, r *http.Request) (string, erro
 	kind := r.PostFormValue("kind")
 	was, err := c.client.ResumeKind(ctx, kind)
 	return fmt.Sprintf("kind %q resumed (was paused: %v)", kind, was), err
+}
+
+// deadFilter is the dead page's filter as posted: one kind, or every dead
+// task when the kind is empty.
+func deadFilter(r *http.Request) (pgsched.DeadFilter, string) {
+	if kind := r.PostFormValue("kind"); kind != "" {
+		return pgsched.DeadFilter{Kind: kind}, fmt.Sprintf("of kind %q", kind)
+	}
+	return pgsched.DeadFilter{DiedBefore: time.Now()}, "of every kind"
+}
+
+func (c *console) retryDeadKind(ctx context.Context, r *http.Request) (string, error) {
+	f, which := deadFilter(r)
+	n, err := c.client.RetryDeadWhere(ctx, f)
+	return fmt.Sprintf("%d dead tasks %s retried", n, which), err
+}
+
+func (c *console) deleteDeadKind(ctx context.Context, r *http.Request) (string, error) {
+	f, which := deadFilter(r)
+	n, err := c.client.DeleteDeadWhere(ctx, f)
+	return fmt.Sprintf("%d dead tasks %s deleted", n, which), err
+}
+
+func (c *console) cancelRunning(ctx context.Context, r *http.Request) (string, error) {
+	at, err := time.Parse(time.RFC3339Nano, r.PostFormValue("scheduled_at"))
+	if err != nil {
+		return "", fmt.Errorf("scheduled_at %q is not an RFC 3339 time", r.PostFormValue("scheduled_at"))
+	}
+	k := pgsched.Key{OrderingID: r.PostFormValue("ordering_id"), ScheduledAt: at, UniquenessKey: r.PostFormValue("uniqueness_key")}
+	requested, err := c.client.CancelRunning(ctx, k)
+	return fmt.Sprintf("cancel of task (%q, %s, %q) requested: %v", k.OrderingID, at.UTC().Format(time.RFC3339Nano), k.UniquenessKey, requested), err
 }

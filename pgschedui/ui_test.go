@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -27,7 +29,9 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 // browser starts headless Chromium (Debian's package; scripts/test.sh
-// installs it) and returns a context driving one tab.
+// installs it) and returns a context driving one tab. Everything the
+// pages write to the browser's console (errors, failed loads, CSP
+// violations, warnings) fails the test at its end.
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	path, err := exec.LookPath("chromium")
@@ -39,11 +43,59 @@ func browser(t *testing.T) context.Context {
 		chromedp.WindowSize(1280, 900), chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-dev-shm-usage", true))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancelTab(); cancelAlloc() })
 	// The first call starts the browser, which lives as long as the
 	// context of that call: no timeout on it.
 	require.NoError(t, chromedp.Do(ctx, chromedp.Navigate("about:blank")))
+	var (
+		mu   sync.Mutex
+		msgs []string
+	)
+	listen, stopListening := context.WithCancel(ctx)
+	messages := chromedp.Console(listen)
+	listened := make(chan struct{})
+	go func() {
+		defer close(listened)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleException || m.Type == chromedp.ConsoleWarning {
+				mu.Lock()
+				msgs = append(msgs, fmt.Sprintf("%s (%s:%d)", m, m.URL, m.Line))
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		// A last look, so messages of the last page arrive.
+		_, _ = chromedp.Run(ctx, chromedp.Evaluate[int]("1"))
+		stopListening()
+		<-listened
+		mu.Lock()
+		defer mu.Unlock()
+		if !t.Failed() {
+			require.Empty(t, msgs, "the pages wrote to the browser's console")
+		}
+		cancelTab()
+		cancelAlloc()
+	})
 	return ctx
+}
+
+// reloadUntil loads url until the script js counts more than zero, for
+// what the page shows a moment after it happens (the leader's counts, an
+// outcome's write).
+func reloadUntil(t *testing.T, b context.Context, url, js string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		act(t, b, chromedp.Navigate(url), chromedp.WaitVisible("main"))
+		n, err := chromedp.Run(b, chromedp.Evaluate[int](js))
+		require.NoError(t, err)
+		if n > 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%s: %s stayed 0", url, js)
+	}
 }
 
 // act runs steps in the browser tab, each batch within 20 s.
@@ -102,7 +154,9 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Cleanup(func() { close(block) })
 	w, err := pgsched.NewWorker(db.Pool, pgsched.WorkerConfig{
 		Schema: db.Schema, NodeID: "console-node", LeaseTTL: time.Second, ClusterInterval: 100 * time.Millisecond,
+		CountInterval: 100 * time.Millisecond,
 		Handlers: map[string]pgsched.Handler{
+			"ping": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil }),
 			"email": pgsched.HandlerFunc(func(ctx context.Context, _ *pgsched.Job) error {
 				select {
 				case <-block:
@@ -127,21 +181,25 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	tasks = append(tasks,
 		pgsched.Task{OrderingID: "user-0", ScheduledAt: now, Kind: "email"},
-		pgsched.Task{OrderingID: "order-9", ScheduledAt: now, Kind: "charge"})
+		pgsched.Task{OrderingID: "order-9", ScheduledAt: now, Kind: "charge", Payload: json.RawMessage(`{"amount": 1200, "currency": "EUR"}`)})
+	for i := range 20 {
+		tasks = append(tasks, pgsched.Task{OrderingID: fmt.Sprintf("ping-%d", i), ScheduledAt: now, Kind: "ping"})
+	}
 	_, err = client.ScheduleMany(ctx, tasks)
 	require.NoError(t, err)
 	_, err = client.UpsertRecurring(ctx, pgsched.Recurring{Name: "nightly-report", Spec: "30 2 * * *", TimeZone: "Europe/Berlin", Kind: "report"})
 	require.NoError(t, err)
-	// Wait for the running email and the dead charge.
+	// Wait for the running email, the dead charge and the 20 pings.
 	for deadline := time.Now().Add(20 * time.Second); ; {
 		running, err := client.ListTasks(ctx, pgsched.TaskFilter{State: pgsched.StateRunning})
 		require.NoError(t, err)
-		var dead int
+		var dead, done int
 		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+db.Schema+".dead_tasks").Scan(&dead))
-		if len(running) == 1 && dead == 1 {
+		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+db.Schema+".completions").Scan(&done))
+		if len(running) == 1 && dead == 1 && done == 20 {
 			break
 		}
-		require.True(t, time.Now().Before(deadline), "the cluster did not settle: %d running, %d dead", len(running), dead)
+		require.True(t, time.Now().Before(deadline), "the cluster did not settle: %d running, %d dead, %d completed", len(running), dead, done)
 		time.Sleep(20 * time.Millisecond)
 	}
 
@@ -166,15 +224,34 @@ func TestConsoleInBrowser(t *testing.T) {
 		require.NoError(t, err)
 		return v
 	}
-	// Overview.
-	do(chromedp.Navigate(srv.URL+"/ui/"), chromedp.WaitVisible("#kinds"))
-	require.Equal(t, "5", text("#pending"))
-	require.Equal(t, "1", text("#running"))
-	require.Equal(t, "1", text("#dead"))
+	sum := func(attr string) int {
+		t.Helper()
+		return count(`[...document.querySelectorAll("#throughput .bar")].reduce((n, b) => n + Number(b.dataset.` + attr + `), 0)`)
+	}
+	// Overview: the leader's count and the hour's history catch up within
+	// a few rounds of each (100 ms and 250 ms here); reload until they do.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		do(chromedp.Navigate(srv.URL+"/ui/"), chromedp.WaitVisible("#kinds"))
+		if text("#pending") == "5" && text("#running") == "1" && text("#dead") == "1" && sum("completed") == 20 && sum("dead") == 1 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the overview did not show the run: pending %s, running %s, dead %s, chart %d completed, %d dead",
+			text("#pending"), text("#running"), text("#dead"), sum("completed"), sum("dead"))
+	}
+	require.Equal(t, 60, count(`document.querySelectorAll("#throughput .bar").length`), "an hour of minutes")
+	require.Positive(t, count(`document.querySelectorAll("#throughput rect.completed").length`), "the completed tasks are drawn")
+	require.Contains(t, text("#hour-totals"), "20 completed")
+	require.Positive(t, count(`document.querySelectorAll("#lateness-chart rect.worst").length`), "first attempts' lateness is drawn")
 	kinds := text("#kinds")
 	require.Contains(t, kinds, "email")
 	require.Contains(t, kinds, "charge")
+	require.Contains(t, text("#counted"), "Counted by the leader")
 	t.Logf("overview: %s", screenshot(t, b, "overview"))
+
+	// Kinds.
+	do(chromedp.Navigate(srv.URL+"/ui/kinds"), chromedp.WaitVisible("#kinds"))
+	require.Contains(t, text("#kinds"), "charge")
+	t.Logf("kinds: %s", screenshot(t, b, "kinds"))
 
 	// Cluster: the node, leading, serving every partition.
 	do(chromedp.Navigate(srv.URL+"/ui/cluster"), chromedp.WaitVisible("#nodes"))
@@ -205,6 +282,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.True(t, strings.Index(found, "running") < strings.Index(found, "pending"), "run order: %s", found)
 	t.Logf("tasks: %s", screenshot(t, b, "tasks"))
 
+	// A task's page, from the list: its payload pretty-printed.
+	do(chromedp.Click(`#tasks tbody tr:last-child td:nth-child(2) a`), chromedp.WaitVisible("#state-pending"))
+	detail := text("#state-pending")
+	require.Contains(t, detail, "email")
+	require.Contains(t, text("pre.payload"), "{\n  \"to\": \"a@example.com\"\n}")
+	t.Logf("task: %s", screenshot(t, b, "task"))
+
 	// Dead: the error, and no secrets anywhere.
 	do(chromedp.Navigate(srv.URL+"/ui/dead"), chromedp.WaitVisible("#dead"))
 	require.Contains(t, text("#dead"), "card declined: insufficient funds")
@@ -212,6 +296,29 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, html, "postgres://", "no connection string on the page")
 	t.Logf("dead: %s", screenshot(t, b, "dead"))
+
+	// A dead task's page: error, payload, and a link to its key.
+	do(chromedp.Click(`#dead tbody tr td:first-child a`), chromedp.WaitVisible("#deadtask"))
+	require.Contains(t, text("#last-error"), "card declined: insufficient funds")
+	require.Contains(t, text("#payload"), `"currency": "EUR"`)
+	t.Logf("dead task: %s", screenshot(t, b, "deadtask"))
+	do(chromedp.Click(`#deadtask dd a[href*="tasks/key"]`), chromedp.WaitVisible("#state-dead"))
+	require.Contains(t, text("#state-dead"), "card declined")
+
+	// Bad detail addresses get a clear answer, not a server error.
+	for path, want := range map[string]string{
+		"/ui/dead/abc": "is not a task id",
+		"/ui/tasks/key?ordering_id=x&scheduled_at=yesterday": "RFC 3339",
+		"/ui/dead/123456789": "No dead task 123456789",
+		"/ui/tasks/key?ordering_id=x&scheduled_at=2026-01-02T03:04:05Z": "No task with this key",
+	} {
+		resp, err := http.Get(srv.URL + path)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Less(t, resp.StatusCode, 500, path)
+		require.Contains(t, string(body), want, path)
+	}
 
 	// Recurring.
 	do(chromedp.Navigate(srv.URL+"/ui/recurring"), chromedp.WaitVisible("#recurring"))
@@ -246,9 +353,10 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	var failed atomic.Bool
 	emails := make(chan string, 10)
+	slowStarted, slowEnded := make(chan struct{}, 1), make(chan error, 1)
 	w, err := pgsched.NewWorker(db.Pool, pgsched.WorkerConfig{
 		Schema: db.Schema, NodeID: "actions-node", LeaseTTL: time.Second, ClusterInterval: 100 * time.Millisecond,
-		PollInterval: 100 * time.Millisecond,
+		PollInterval: 100 * time.Millisecond, CountInterval: 100 * time.Millisecond,
 		Handlers: map[string]pgsched.Handler{
 			"charge": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error {
 				if failed.CompareAndSwap(false, true) {
@@ -259,6 +367,15 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 			"email": pgsched.HandlerFunc(func(_ context.Context, j *pgsched.Job) error {
 				emails <- j.OrderingID
 				return nil
+			}),
+			"slow": pgsched.HandlerFunc(func(ctx context.Context, _ *pgsched.Job) error {
+				slowStarted <- struct{}{}
+				<-ctx.Done()
+				slowEnded <- context.Cause(ctx)
+				return context.Cause(ctx)
+			}),
+			"doomed": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error {
+				return pgsched.Permanent(errors.New("doomed"))
 			}),
 		},
 	})
@@ -339,8 +456,8 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	// a new email does not start; resume: it does.
 	_, err = client.Schedule(ctx, pgsched.Task{OrderingID: "mail-later", ScheduledAt: time.Now().Add(time.Hour), Kind: "email"})
 	require.NoError(t, err)
-	do(chromedp.Navigate(srv.URL+"/ui/"), chromedp.WaitVisible("#pause-email"), chromedp.Click("#pause-email"),
-		chromedp.WaitVisible("#resume-email"))
+	reloadUntil(t, b, srv.URL+"/ui/", `document.querySelectorAll("#pause-email").length`) // the leader's next count
+	do(chromedp.Click("#pause-email"), chromedp.WaitVisible("#resume-email"))
 	kinds, err := client.PausedKinds(ctx)
 	require.NoError(t, err)
 	require.Len(t, kinds, 1)
@@ -358,4 +475,38 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("mail-2 did not run after the resume")
 	}
+
+	// Cancel a running task from its page: the handler's context ends
+	// with ErrTaskCancelled and the task is dead, not retried.
+	slowAt := time.Now().Truncate(time.Millisecond)
+	_, err = client.Schedule(ctx, pgsched.Task{OrderingID: "long-report", ScheduledAt: slowAt, Kind: "slow"})
+	require.NoError(t, err)
+	<-slowStarted
+	keyPage := srv.URL + "/ui/tasks/key?" + url.Values{"ordering_id": {"long-report"}, "scheduled_at": {slowAt.UTC().Format(time.RFC3339Nano)}}.Encode()
+	do(chromedp.Navigate(keyPage), chromedp.WaitVisible("#state-running"), chromedp.Click("#cancel"), chromedp.WaitVisible(".record"))
+	select {
+	case cause := <-slowEnded:
+		require.ErrorIs(t, cause, pgsched.ErrTaskCancelled)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the cancelled handler did not end")
+	}
+	reloadUntil(t, b, keyPage, `document.querySelectorAll("#state-dead").length`) // the outcome's write
+
+	// Bulk: delete every dead task of one kind from the filtered dead page.
+	for i := range 3 {
+		_, err = client.Schedule(ctx, pgsched.Task{OrderingID: fmt.Sprintf("doomed-%d", i), ScheduledAt: time.Now(), Kind: "doomed"})
+		require.NoError(t, err)
+	}
+	deadOf := func(kind string) int {
+		var n int
+		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+db.Schema+".dead_tasks WHERE kind = $1", kind).Scan(&n))
+		return n
+	}
+	for deadline := time.Now().Add(20 * time.Second); deadOf("doomed") < 3; time.Sleep(20 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "the doomed tasks did not die")
+	}
+	do(chromedp.Navigate(srv.URL+"/ui/dead?kind=doomed"), chromedp.WaitVisible("#delete-all"), chromedp.Click("#delete-all"),
+		chromedp.WaitVisible("#dead"))
+	require.Zero(t, deadOf("doomed"), "deleted from the page")
+	require.Equal(t, 1, deadOf("slow"), "other kinds untouched")
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -400,4 +402,88 @@ func TestStartsOnceSchemaIsMigrated(t *testing.T) {
 	waitFor(t, 30*time.Second, func() bool { code, _ := readyz(addr); return code == http.StatusOK },
 		"ready once the schema is migrated; log:\n%s", out.String())
 	require.NotContains(t, out.String(), pgsched.ErrAlreadyStarted.Error())
+}
+
+// TestConsoleShowsNoSecrets: a worker whose webhook URLs carry credentials
+// (user info, a secret path, a token in the query), whose database URL
+// holds a password and which has a signing secret and a console token
+// runs tasks that fail against those webhooks; no console page, detail
+// page, metric or health answer shows any of them, nor does the log show
+// a password.
+func TestConsoleShowsNoSecrets(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
+	ctx := context.Background()
+	role := strings.ReplaceAll(db.Schema, "-", "_") + "_pw"
+	_, err := pgtest.AdminPool(t).Exec(ctx, fmt.Sprintf(`CREATE ROLE %s LOGIN SUPERUSER PASSWORD 'db-PASSWORD-1'`, role))
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = pgtest.AdminPool(t).Exec(context.Background(), "DROP ROLE IF EXISTS "+role) })
+	u, err := url.Parse(db.URL)
+	require.NoError(t, err)
+	u.User = url.UserPassword(role, "db-PASSWORD-1")
+	dbURL := u.String()
+	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusBadRequest) }))
+	t.Cleanup(refusing.Close)
+	creds := func(base string) string {
+		return strings.Replace(base, "http://", "http://hook-user:hook-PASSWORD@", 1) + "/services/PATH-SECRET?token=QUERY-SECRET"
+	}
+	addr := freeAddr(t)
+	secret := webhook.SecretPrefix + base64.StdEncoding.EncodeToString([]byte("signing-SECRET-key-24bytes"))
+	env := map[string]string{
+		"DATABASE_URL":           dbURL,
+		"PGSCHED_SCHEMA":         db.Schema,
+		"PGSCHED_HTTP_ADDR":      addr,
+		"PGSCHED_WEBHOOKS":       "refused=" + creds(refusing.URL) + ", down=" + creds("http://"+freeAddr(t)),
+		"PGSCHED_WEBHOOK_SECRET": secret,
+		"PGSCHED_CONSOLE_TOKEN":  "console-TOKEN-1",
+		"PGSCHED_MAX_ATTEMPTS":   "1",
+		"PGSCHED_LEASE_TTL":      "1s",
+		"PGSCHED_POLL_INTERVAL":  "100ms",
+	}
+	out := startRun(t, env)
+	waitFor(t, 20*time.Second, func() bool { code, _ := readyz(addr); return code == http.StatusOK }, "ready; log:\n%s", out)
+	client, err := pgsched.NewClient(db.Pool, pgsched.ClientConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	for _, kind := range []string{"refused", "down"} {
+		_, err := client.Schedule(ctx, pgsched.Task{OrderingID: "o-" + kind, ScheduledAt: time.Now(), Kind: kind})
+		require.NoError(t, err)
+	}
+	var ids []int64
+	waitFor(t, 20*time.Second, func() bool {
+		rows, err := db.Pool.Query(ctx, "SELECT id FROM "+db.Schema+".dead_tasks")
+		require.NoError(t, err)
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		require.NoError(t, err)
+		return len(ids) == 2
+	}, "both tasks dead; log:\n%s", out)
+
+	pages := []string{"/ui/", "/ui/kinds", "/ui/cluster", "/ui/tasks", "/ui/dead", "/ui/recurring", "/metrics", "/healthz", "/readyz",
+		"/ui/static/style.css"}
+	for _, id := range ids {
+		pages = append(pages, fmt.Sprintf("/ui/dead/%d", id))
+	}
+	for _, kind := range []string{"refused", "down"} {
+		var at time.Time
+		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT scheduled_at FROM "+db.Schema+".dead_tasks WHERE kind = $1", kind).Scan(&at))
+		pages = append(pages, "/ui/tasks/key?"+url.Values{"ordering_id": {"o-" + kind}, "scheduled_at": {at.UTC().Format(time.RFC3339Nano)}}.Encode())
+	}
+	secrets := []string{"hook-PASSWORD", "hook-user", "PATH-SECRET", "QUERY-SECRET", "db-PASSWORD-1", "console-TOKEN-1", secret,
+		strings.TrimPrefix(secret, webhook.SecretPrefix)}
+	for _, page := range pages {
+		resp, err := http.Get("http://" + addr + page)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, page)
+		for _, s := range secrets {
+			require.NotContains(t, string(body), s, "%s shows a secret", page)
+		}
+		if strings.HasPrefix(page, "/ui/dead/") {
+			require.Contains(t, string(body), "webhook: kind", "%s shows the error, without the secrets", page)
+		}
+	}
+	for _, s := range []string{"hook-PASSWORD", "db-PASSWORD-1", "console-TOKEN-1", secret} {
+		require.NotContains(t, out.String(), s, "the log shows a secret")
+	}
 }

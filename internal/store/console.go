@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -14,7 +15,6 @@ type (
 	ConsolePartition = dbgen.ConsolePartitionsRow
 	ConsoleKind      = dbgen.ConsoleKindsRow
 	ConsoleDead      = dbgen.ConsoleDeadRow
-	ConsoleLateness  = dbgen.ConsoleLatenessRow
 )
 
 // ConsoleNodes lists the nodes (the cluster view).
@@ -35,10 +35,11 @@ func (s *Store) ConsoleKinds(ctx context.Context, db DBTX) ([]ConsoleKind, error
 	return rows, translate(err)
 }
 
-// ConsoleLateness is the lateness view's one row.
-func (s *Store) ConsoleLateness(ctx context.Context, db DBTX) (ConsoleLateness, error) {
-	row, err := s.q.ConsoleLateness(ctx, s.db(db))
-	return row, translate(err)
+// ConsoleLateness is how long, in seconds, the longest-waiting due head
+// has waited (0 when none is due).
+func (s *Store) ConsoleLateness(ctx context.Context, db DBTX) (float64, error) {
+	v, err := s.q.ConsoleLateness(ctx, s.db(db))
+	return v, translate(err)
 }
 
 // ConsoleDead lists the newest dead tasks, of kind when given.
@@ -46,4 +47,57 @@ func (s *Store) ConsoleDead(ctx context.Context, db DBTX, kind string, max int) 
 	rows, err := s.q.ConsoleDead(ctx, s.db(db), dbgen.ConsoleDeadParams{
 		Kind: pgtype.Text{String: kind, Valid: kind != ""}, MaxRows: int32(max)})
 	return rows, translate(err)
+}
+
+// Dead and key lookups for the console's detail pages.
+type (
+	ConsoleDeadTask = dbgen.ConsoleDeadTaskRow
+	ConsoleKeyRow   = dbgen.ConsoleTaskKeyRow
+)
+
+// ConsoleDeadTask is the dead task id, if it is dead.
+func (s *Store) ConsoleDeadTask(ctx context.Context, db DBTX, id int64) ([]ConsoleDeadTask, error) {
+	rows, err := s.q.ConsoleDeadTask(ctx, s.db(db), id)
+	return rows, translate(err)
+}
+
+// ConsoleTaskKey finds a key pending, running, completed or dead.
+func (s *Store) ConsoleTaskKey(ctx context.Context, db DBTX, k Key) ([]ConsoleKeyRow, error) {
+	rows, err := s.q.ConsoleTaskKey(ctx, s.db(db), dbgen.ConsoleTaskKeyParams{
+		OrderingID: k.OrderingID, ScheduledAt: k.ScheduledAt, UniquenessKey: k.UniquenessKey})
+	return rows, translate(err)
+}
+
+// ConsoleTasks lists up to max pending and running tasks for the console:
+// an ordering_id's in run order, running ones oldest claim first, or the
+// first in key order, of kind and state when given.
+func (s *Store) ConsoleTasks(ctx context.Context, db DBTX, orderingID, kind, state string, max int) ([]Listed, error) {
+	text := func(v string) pgtype.Text { return pgtype.Text{String: v, Valid: v != ""} }
+	var out []Listed
+	add := func(id int64, o string, at time.Time, u, k string, payload []byte, st string, runAt time.Time, attempt int32, lastErr, node string) {
+		if (kind == "" || k == kind) && (state == "" || st == state) {
+			out = append(out, Listed{ID: id, OrderingID: o, ScheduledAt: at, UniquenessKey: u, Kind: k, Payload: payload,
+				State: st, RunAt: runAt, Attempt: int(attempt), LastError: lastErr, NodeID: node})
+		}
+	}
+	switch {
+	case orderingID != "":
+		rows, err := s.q.ConsoleTasksOfOrdering(ctx, s.db(db), dbgen.ConsoleTasksOfOrderingParams{OrderingID: orderingID, MaxRows: int32(max)})
+		for _, r := range rows {
+			add(r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind, r.Payload, r.State, r.RunAt, r.Attempt, r.LastError, r.NodeID)
+		}
+		return out, translate(err)
+	case state == "running":
+		rows, err := s.q.ConsoleTasksRunning(ctx, s.db(db), dbgen.ConsoleTasksRunningParams{Kind: text(kind), MaxRows: int32(max)})
+		for _, r := range rows {
+			add(r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind, r.Payload, r.State, r.RunAt, r.Attempt, r.LastError, r.NodeID)
+		}
+		return out, translate(err)
+	default:
+		rows, err := s.q.ConsoleTasks(ctx, s.db(db), dbgen.ConsoleTasksParams{Kind: text(kind), State: text(state), MaxRows: int32(max)})
+		for _, r := range rows {
+			add(r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind, r.Payload, r.State, r.RunAt, r.Attempt, r.LastError, r.NodeID)
+		}
+		return out, translate(err)
+	}
 }
