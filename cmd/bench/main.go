@@ -75,6 +75,7 @@ type bench struct {
 	claimPending  []int
 	tombstones    []int
 	schedules     int
+	consoleTasks  int
 	claimDuration time.Duration
 }
 
@@ -105,9 +106,10 @@ func run(ctx context.Context) error {
 	claimPending := flag.String("claim-pending", "10000,1000000", "comma-separated not-due backlog sizes for claim latency; the ratio compares the last to the first")
 	flag.DurationVar(&b.claimDuration, "claim-duration", 10*time.Second, "length of each claim-latency run")
 	flag.IntVar(&b.schedules, "schedules", 10_000, "recurring schedules, each ticking once a minute, for the recurring workload")
+	flag.IntVar(&b.consoleTasks, "console-tasks", 1_000_000, "pending tasks, and as many dead ones, for the console workload (a multiple of 10)")
 	tombstones := flag.String("tombstones", "0,100000000", "comma-separated counts of completion records present for the tombstones workload; the ratios compare the last to the first")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (Go side) to this file")
-	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g), recurring (h); empty runs all")
+	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g), recurring (h), console (i); empty runs all")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -142,6 +144,8 @@ func run(ctx context.Context) error {
 		return errors.New("-rate must be at least 100")
 	case b.backlogN < 2:
 		return errors.New("-backlog must be at least 2")
+	case b.consoleTasks < 10 || b.consoleTasks%10 != 0:
+		return errors.New("-console-tasks must be a positive multiple of 10")
 	case b.sustainedProducers < 1, b.sustainedBatch < 1:
 		return errors.New("-sustained-producers and -sustained-batch must be positive")
 	}
@@ -251,7 +255,7 @@ func (b *bench) workloads() []workload {
 			fmt.Sprintf("claim p50 ratio %s/%s", last, first),
 			fmt.Sprintf("claim p99 ratio %s/%s", last, first))
 	}
-	all = append(all, b.tombstoneWorkload(), b.recurringWorkload())
+	all = append(all, b.tombstoneWorkload(), b.recurringWorkload(), b.consoleWorkload())
 	return append(all, workload{[]string{"claim-latency", "g"}, claim, b.claimLatency})
 }
 
