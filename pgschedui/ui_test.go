@@ -98,6 +98,23 @@ func reloadUntil(t *testing.T, b context.Context, url, js string) {
 	}
 }
 
+// follow clicks sel, a link or a form's button, and waits until the page
+// it leads to has loaded (a marker set on the old page is gone), so the
+// next step cannot abort that navigation.
+func follow(t *testing.T, b context.Context, sel string) {
+	t.Helper()
+	_, err := chromedp.Run(b, chromedp.Evaluate[bool](`window.__leaving = true`))
+	require.NoError(t, err)
+	act(t, b, chromedp.Click(sel))
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		loaded, err := chromedp.Run(b, chromedp.Evaluate[bool](`window.__leaving === undefined && document.readyState === "complete"`))
+		if err == nil && loaded {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "clicking %s led nowhere (%v)", sel, err)
+	}
+}
+
 // act runs steps in the browser tab, each batch within 20 s.
 func act(t *testing.T, b context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
@@ -283,7 +300,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Logf("tasks: %s", screenshot(t, b, "tasks"))
 
 	// A task's page, from the list: its payload pretty-printed.
-	do(chromedp.Click(`#tasks tbody tr:last-child td:nth-child(2) a`), chromedp.WaitVisible("#state-pending"))
+	follow(t, b, `#tasks tbody tr:last-child td:nth-child(2) a`)
+	do(chromedp.WaitVisible("#state-pending"))
 	detail := text("#state-pending")
 	require.Contains(t, detail, "email")
 	require.Contains(t, text("pre.payload"), "{\n  \"to\": \"a@example.com\"\n}")
@@ -298,11 +316,13 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Logf("dead: %s", screenshot(t, b, "dead"))
 
 	// A dead task's page: error, payload, and a link to its key.
-	do(chromedp.Click(`#dead tbody tr td:first-child a`), chromedp.WaitVisible("#deadtask"))
+	follow(t, b, `#dead tbody tr td:first-child a`)
+	do(chromedp.WaitVisible("#deadtask"))
 	require.Contains(t, text("#last-error"), "card declined: insufficient funds")
 	require.Contains(t, text("#payload"), `"currency": "EUR"`)
 	t.Logf("dead task: %s", screenshot(t, b, "deadtask"))
-	do(chromedp.Click(`#deadtask dd a[href*="tasks/key"]`), chromedp.WaitVisible("#state-dead"))
+	follow(t, b, `#deadtask dd a[href*="tasks/key"]`)
+	do(chromedp.WaitVisible("#state-dead"))
 	require.Contains(t, text("#state-dead"), "card declined")
 
 	// Bad detail addresses get a clear answer, not a server error.
@@ -442,7 +462,7 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	page, err := chromedp.Run(b, chromedp.OuterHTML("html"))
 	require.NoError(t, err)
 	require.NotContains(t, page, "s3cret-token", "the token never appears on a page")
-	do(chromedp.Click(fmt.Sprintf("#retry-%d", deadID)), chromedp.WaitVisible("#dead"))
+	follow(t, b, fmt.Sprintf("#retry-%d", deadID))
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		var done int
 		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+db.Schema+".completions WHERE ordering_id = 'order-1'").Scan(&done))
@@ -457,7 +477,8 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	_, err = client.Schedule(ctx, pgsched.Task{OrderingID: "mail-later", ScheduledAt: time.Now().Add(time.Hour), Kind: "email"})
 	require.NoError(t, err)
 	reloadUntil(t, b, srv.URL+"/ui/", `document.querySelectorAll("#pause-email").length`) // the leader's next count
-	do(chromedp.Click("#pause-email"), chromedp.WaitVisible("#resume-email"))
+	follow(t, b, "#pause-email")
+	do(chromedp.WaitVisible("#resume-email"))
 	kinds, err := client.PausedKinds(ctx)
 	require.NoError(t, err)
 	require.Len(t, kinds, 1)
@@ -468,7 +489,8 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 		t.Fatalf("%s started while email is paused", id)
 	case <-time.After(time.Second): // a claim interval and more: nothing may start
 	}
-	do(chromedp.Click("#resume-email"), chromedp.WaitVisible("#pause-email"))
+	follow(t, b, "#resume-email")
+	do(chromedp.WaitVisible("#pause-email"))
 	select {
 	case id := <-emails:
 		require.Equal(t, "mail-2", id)
@@ -483,7 +505,8 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	<-slowStarted
 	keyPage := srv.URL + "/ui/tasks/key?" + url.Values{"ordering_id": {"long-report"}, "scheduled_at": {slowAt.UTC().Format(time.RFC3339Nano)}}.Encode()
-	do(chromedp.Navigate(keyPage), chromedp.WaitVisible("#state-running"), chromedp.Click("#cancel"), chromedp.WaitVisible(".record"))
+	do(chromedp.Navigate(keyPage), chromedp.WaitVisible("#state-running"))
+	follow(t, b, "#cancel")
 	select {
 	case cause := <-slowEnded:
 		require.ErrorIs(t, cause, pgsched.ErrTaskCancelled)
@@ -505,8 +528,11 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	for deadline := time.Now().Add(20 * time.Second); deadOf("doomed") < 3; time.Sleep(20 * time.Millisecond) {
 		require.True(t, time.Now().Before(deadline), "the doomed tasks did not die")
 	}
-	do(chromedp.Navigate(srv.URL+"/ui/dead?kind=doomed"), chromedp.WaitVisible("#delete-all"), chromedp.Click("#delete-all"),
-		chromedp.WaitVisible("#dead"))
-	require.Zero(t, deadOf("doomed"), "deleted from the page")
+	do(chromedp.Navigate(srv.URL+"/ui/dead?kind=doomed"), chromedp.WaitVisible("#delete-all"))
+	follow(t, b, "#delete-all")
+	for deadline := time.Now().Add(20 * time.Second); deadOf("doomed") > 0; time.Sleep(20 * time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "the page's delete-all did not delete")
+	}
+	reloadUntil(t, b, srv.URL+"/ui/dead?kind=doomed", `document.querySelectorAll("#dead td.empty").length`)
 	require.Equal(t, 1, deadOf("slow"), "other kinds untouched")
 }
