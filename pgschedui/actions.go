@@ -14,7 +14,9 @@ import (
 	"github.com/pgsched/pgsched"
 )
 
-// Actions are enabled by Config.Token. Signing in exchanges the token for
+// Actions are enabled by Config.Token: retry and delete dead tasks (one,
+// or all of a kind), pause and resume kinds and recurring schedules, and
+// cancel a running task. Signing in exchanges the token for
 // a cookie holding a MAC of it (HttpOnly, SameSite=Strict, scoped to the
 // console); every action is a POST that must carry that cookie and a CSRF
 // field, another MAC of the token, which a page of another origin cannot
@@ -163,4 +165,16 @@ func (c *console) cancelRunning(ctx context.Context, r *http.Request) (string, e
 	k := pgsched.Key{OrderingID: r.PostFormValue("ordering_id"), ScheduledAt: at, UniquenessKey: r.PostFormValue("uniqueness_key")}
 	requested, err := c.client.CancelRunning(ctx, k)
 	return fmt.Sprintf("cancel of task (%q, %s, %q) requested: %v", k.OrderingID, at.UTC().Format(time.RFC3339Nano), k.UniquenessKey, requested), err
+}
+
+func (c *console) pauseRecurring(ctx context.Context, r *http.Request) (string, error) {
+	name := r.PostFormValue("name")
+	changed, err := c.client.PauseRecurring(ctx, name)
+	return fmt.Sprintf("recurring schedule %q paused (changed: %v)", name, changed), err
+}
+
+func (c *console) resumeRecurring(ctx context.Context, r *http.Request) (string, error) {
+	name := r.PostFormValue("name")
+	changed, err := c.client.ResumeRecurring(ctx, name)
+	return fmt.Sprintf("recurring schedule %q resumed (changed: %v)", name, changed), err
 }

@@ -3,9 +3,14 @@
 // and what died. It is an http.Handler over a pool and a schema, so the
 // worker serves it under /ui/ and a program can mount it in its own admin
 // server without running a worker. Pages are rendered on the server from
-// embedded templates and one stylesheet: no build step, no script, works
-// offline. This version reads only; it shows no secrets (no connection
+// embedded templates and one stylesheet, charts included (SVG): no build
+// step, no script, works offline. It reads only, unless Config.Token
+// enables its actions (actions.go). It shows no secrets (no connection
 // string, no webhook credentials: nothing of the worker's configuration).
+//
+// No page counts tasks: counts per kind are the leader's (pgsched.kinds),
+// history is what nodes add per minute (pgsched.throughput), and lists
+// follow an index's order, so pages stay fast with millions of tasks.
 package pgschedui
 
 import (
@@ -45,8 +50,9 @@ type Config struct {
 	// Defaults to "/ui/".
 	Prefix string
 	// Token enables actions (retry and delete dead tasks, pause and resume
-	// kinds): a person signs in with it once, and each action is a POST
-	// carrying a CSRF token derived from it. Empty: the console only reads.
+	// kinds and recurring schedules, cancel running tasks): a person signs
+	// in with it once, and each action is a POST carrying a CSRF token
+	// derived from it. Empty: the console only reads.
 	Token string
 	// Logger receives failed page loads and every action with what it
 	// changed. Defaults to discarding.
@@ -139,6 +145,8 @@ func New(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	mux.HandleFunc("POST "+cfg.Prefix+"dead/retry-kind", c.action(c.retryDeadKind))
 	mux.HandleFunc("POST "+cfg.Prefix+"dead/delete-kind", c.action(c.deleteDeadKind))
 	mux.HandleFunc("POST "+cfg.Prefix+"tasks/cancel", c.action(c.cancelRunning))
+	mux.HandleFunc("POST "+cfg.Prefix+"recurring/pause", c.action(c.pauseRecurring))
+	mux.HandleFunc("POST "+cfg.Prefix+"recurring/resume", c.action(c.resumeRecurring))
 	mux.HandleFunc("POST "+cfg.Prefix+"kinds/pause", c.action(c.pauseKind))
 	mux.HandleFunc("POST "+cfg.Prefix+"kinds/resume", c.action(c.resumeKind))
 	return mux, nil

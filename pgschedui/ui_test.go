@@ -325,6 +325,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	do(chromedp.WaitVisible("#state-dead"))
 	require.Contains(t, text("#state-dead"), "card declined")
 
+	// Without a token every action is refused, and nothing changes.
+	resp, err := http.PostForm(srv.URL+"/ui/dead/retry", url.Values{"id": {"1"}})
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Contains(t, string(body), "actions are disabled")
+
 	// Bad detail addresses get a clear answer, not a server error.
 	for path, want := range map[string]string{
 		"/ui/dead/abc": "is not a task id",
@@ -514,6 +522,23 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 		t.Fatal("the cancelled handler did not end")
 	}
 	reloadUntil(t, b, keyPage, `document.querySelectorAll("#state-dead").length`) // the outcome's write
+
+	// Pause and resume a recurring schedule from its page.
+	_, err = client.UpsertRecurring(ctx, pgsched.Recurring{Name: "nightly", Spec: "0 3 * * *", Kind: "email"})
+	require.NoError(t, err)
+	scheduleState := func() bool {
+		list, err := client.ListRecurring(ctx)
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		return list[0].Paused
+	}
+	do(chromedp.Navigate(srv.URL+"/ui/recurring"), chromedp.WaitVisible("#pause-schedule-nightly"))
+	follow(t, b, "#pause-schedule-nightly")
+	do(chromedp.WaitVisible("#resume-schedule-nightly"))
+	require.True(t, scheduleState(), "paused from the page")
+	follow(t, b, "#resume-schedule-nightly")
+	do(chromedp.WaitVisible("#pause-schedule-nightly"))
+	require.False(t, scheduleState(), "resumed from the page")
 
 	// Bulk: delete every dead task of one kind from the filtered dead page.
 	for i := range 3 {
