@@ -1,7 +1,16 @@
-.PHONY: test run bench generate check-generated chaos chaos-outage chaos-short image screenshots
+.PHONY: test test-citus citus-up citus-down run bench generate check-generated chaos chaos-outage chaos-short image screenshots
 
 test:            ## every test, against real PostgreSQL
 	./scripts/test.sh
+
+test-citus:      ## the Citus tests on a one-machine Citus cluster (coordinator + 2 workers) it starts and stops; Citus is built from ../shared/citus
+	./scripts/test-citus.sh
+
+citus-up:        ## start the one-machine Citus cluster and print its coordinator's URL (scripts/citus-cluster.sh)
+	./scripts/citus-cluster.sh start
+
+citus-down:      ## stop it and remove its data
+	./scripts/citus-cluster.sh stop
 
 run:             ## one worker; starts a local PostgreSQL when DATABASE_URL is unset
 	./scripts/run-worker.sh

@@ -45,6 +45,11 @@ type Config struct {
 	// split into, fixed when the schema is created. Defaults to 2 (or
 	// Partitions, if fewer).
 	TablePartitions int
+	// Citus makes Up distribute the schema over a Citus cluster, run on its
+	// coordinator: task tables by partition, one shard per logical
+	// partition, co-located; the small cluster tables as reference tables.
+	// Once distributed, later Ups distribute what they add.
+	Citus bool
 	// Roles makes Up create the roles <schema>_enqueue (may only enqueue,
 	// cancel and reschedule), <schema>_worker (what a worker needs, without
 	// owning the schema) and <schema>_read (the views), and grant them
@@ -74,7 +79,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, cfg Config) (*Migrator, error)
 	if pool == nil {
 		return nil, fmt.Errorf("%w: New needs a pool", ErrInvalidConfig)
 	}
-	opts := migrator.Options{Schema: cfg.Schema, Partitions: cfg.Partitions, TablePartitions: cfg.TablePartitions, Roles: cfg.Roles, Logger: cfg.Logger}
+	opts := migrator.Options{Schema: cfg.Schema, Partitions: cfg.Partitions, TablePartitions: cfg.TablePartitions, Roles: cfg.Roles, Citus: cfg.Citus, Logger: cfg.Logger}
 	if err := opts.Check(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}

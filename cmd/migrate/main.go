@@ -60,6 +60,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&schema, "schema", schema, "schema holding pgsched's tables (PGSCHED_SCHEMA)")
 	fs.IntVar(&partitions, "partitions", partitions, "logical partitions, fixed when the schema is created (PGSCHED_PARTITIONS)")
 	fs.IntVar(&tablePartitions, "table-partitions", tablePartitions, "physical partitions of heads and backlog, fixed when the schema is created; 0: min(2, partitions) (PGSCHED_TABLE_PARTITIONS)")
+	citus := fs.Bool("citus", false, "with up, on a Citus coordinator: distribute the task tables by partition (one shard per partition, co-located) and make the rest reference tables")
 	roles := fs.Bool("roles", false, "with up: create the roles <schema>_enqueue, <schema>_worker and <schema>_read and grant them their privileges (needs CREATEROLE)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: migrate [flags] up|down|reset|status")
@@ -85,7 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer pool.Close()
-	m, err := pgschedmigrate.New(ctx, pool, pgschedmigrate.Config{Schema: schema, Partitions: partitions, TablePartitions: tablePartitions, Roles: *roles, Logger: logger})
+	m, err := pgschedmigrate.New(ctx, pool, pgschedmigrate.Config{Schema: schema, Partitions: partitions, TablePartitions: tablePartitions, Roles: *roles, Citus: *citus, Logger: logger})
 	if err != nil {
 		return err
 	}

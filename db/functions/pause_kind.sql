@@ -17,6 +17,7 @@ SET jit = off
 AS $$
 DECLARE
     fresh boolean;
+    p     integer;
 BEGIN
     IF p_kind IS NULL OR p_kind = '' THEN
         RAISE EXCEPTION USING MESSAGE = 'pgsched: kind is required', ERRCODE = 'PGS01';
@@ -27,12 +28,15 @@ BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('pgsched.paused_kinds'));
     INSERT INTO pgsched.paused_kinds (kind) VALUES (p_kind) ON CONFLICT (kind) DO NOTHING;
     fresh := FOUND;
-    UPDATE pgsched.heads h SET paused = true
-    FROM (SELECT x.partition_id, x.ordering_id FROM pgsched.heads x
-          WHERE x.kind = p_kind AND NOT x.paused AND NOT x.running
-          ORDER BY x.partition_id, x.ordering_id
-          FOR UPDATE) k
-    WHERE h.partition_id = k.partition_id AND h.ordering_id = k.ordering_id AND h.kind = p_kind AND NOT h.running;
+    -- Partition by partition, in order (one shard per statement on Citus).
+    FOR p IN SELECT generate_series(0, (SELECT s.partition_count - 1 FROM pgsched.settings s)) LOOP
+        UPDATE pgsched.heads h SET paused = true
+        FROM (SELECT x.ordering_id FROM pgsched.heads x
+              WHERE x.partition_id = p AND x.kind = p_kind AND NOT x.paused AND NOT x.running
+              ORDER BY x.ordering_id
+              FOR UPDATE) k
+        WHERE h.partition_id = p AND h.ordering_id = k.ordering_id AND h.kind = p_kind AND NOT h.running;
+    END LOOP;
     PERFORM pg_notify('pgsched.pause', p_kind);
     RETURN fresh;
 END

@@ -2,7 +2,8 @@
 -- paused (enqueued, promoted, given back), so they leave the claim index
 -- too; claims skip them by kind meanwhile, so this is upkeep, not
 -- correctness. Only heads due within a minute are looked at (the ones a
--- claim would scan past), through the claim index, at most 10000 a call;
+-- claim would scan past), through the claim index, at most 10000 a
+-- partition;
 -- locked heads are skipped for the next call, so it never waits on a row
 -- lock. With no kind paused, any head still marked is unmarked (a
 -- defence: resume_kind unmarks its kind's heads itself, and writers that
@@ -17,30 +18,39 @@ AS $$
 DECLARE
     kinds   text[];
     changed integer := 0;
-    parts   integer[];
+    n       integer;
+    p       integer;
 BEGIN
     PERFORM pg_advisory_xact_lock(hashtext('pgsched.paused_kinds'));
     SELECT array_agg(kind) INTO kinds FROM pgsched.paused_kinds;
+    -- Each locking statement names one partition: on Citus it runs on the
+    -- worker holding it (a statement locking rows of several shards is
+    -- refused), and on one server it is an index probe of that partition.
     IF kinds IS NULL THEN
-        UPDATE pgsched.heads h SET paused = false
-        FROM (SELECT x.partition_id, x.ordering_id FROM pgsched.heads x WHERE x.paused
-              LIMIT 10000 FOR UPDATE SKIP LOCKED) k
-        WHERE h.partition_id = k.partition_id AND h.ordering_id = k.ordering_id;
-        GET DIAGNOSTICS changed = ROW_COUNT;
+        FOR p IN SELECT DISTINCT x.partition_id FROM pgsched.heads x WHERE x.paused LOOP
+            UPDATE pgsched.heads h SET paused = false
+            FROM (SELECT x.ordering_id FROM pgsched.heads x WHERE x.partition_id = p AND x.paused
+                  LIMIT 10000 FOR UPDATE SKIP LOCKED) k
+            WHERE h.partition_id = p AND h.ordering_id = k.ordering_id;
+            GET DIAGNOSTICS n = ROW_COUNT;
+            changed := changed + n;
+        END LOOP;
         IF changed > 0 THEN
             PERFORM pg_notify('pgsched.due', '');
         END IF;
         RETURN changed;
     END IF;
-    SELECT array_agg(p) INTO parts FROM generate_series(0, (SELECT s.partition_count - 1 FROM pgsched.settings s)) AS p;
-    UPDATE pgsched.heads h SET paused = true
-    FROM (SELECT x.partition_id, x.ordering_id FROM pgsched.heads x
-          WHERE x.partition_id = ANY (parts) AND x.chain = 0 AND NOT x.paused
-            AND x.run_at <= now() + interval '1 minute'
-            AND NOT x.running AND x.kind = ANY (kinds)
-          LIMIT 10000 FOR UPDATE SKIP LOCKED) k
-    WHERE h.partition_id = k.partition_id AND h.ordering_id = k.ordering_id AND NOT h.running;
-    GET DIAGNOSTICS changed = ROW_COUNT;
+    FOR p IN SELECT generate_series(0, (SELECT s.partition_count - 1 FROM pgsched.settings s)) LOOP
+        UPDATE pgsched.heads h SET paused = true
+        FROM (SELECT x.ordering_id FROM pgsched.heads x
+              WHERE x.partition_id = p AND x.chain = 0 AND NOT x.paused
+                AND x.run_at <= now() + interval '1 minute'
+                AND NOT x.running AND x.kind = ANY (kinds)
+              LIMIT 10000 FOR UPDATE SKIP LOCKED) k
+        WHERE h.partition_id = p AND h.ordering_id = k.ordering_id AND NOT h.running;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        changed := changed + n;
+    END LOOP;
     RETURN changed;
 END
 $$;

@@ -39,6 +39,10 @@ type PgschedCancelRequest struct {
 	RequestedAt time.Time
 }
 
+type PgschedCitusPlacement struct {
+	CitusPartitions interface{}
+}
+
 type PgschedCluster struct {
 	NodeID         string
 	Epoch          int64

@@ -1,7 +1,6 @@
 package lease
 
 import (
-	"container/heap"
 	"slices"
 	"sort"
 )
@@ -37,8 +36,8 @@ func normalizeLive(live []string) []string {
 //     (order and duplicates in live are irrelevant).
 //
 // Freed partitions (orphans and the excess shed by over-quota nodes) go to the
-// least-loaded nodes that are below their quota. The function is O(n + k log k
-// + f log k) where f is the number of freed partitions; prev is not modified.
+// least-loaded nodes that are below their quota, in runs of consecutive
+// partitions. The function is O(n + k log k); prev is not modified.
 func AssignPartitions(prev []string, live []string) []string {
 	n := len(prev)
 	next := make([]string, n)
@@ -93,50 +92,33 @@ func AssignPartitions(prev []string, live []string) []string {
 		return next
 	}
 
-	// Hand the freed partitions out one at a time to the least-loaded node
-	// that is still below its quota. The total deficit equals len(free), so
-	// every node ends exactly at its quota.
-	h := &loadHeap{count: count, nodes: nodes}
+	// Hand the freed partitions out in runs: the least-loaded node below
+	// its quota takes the next consecutive freed partitions up to its
+	// quota, then the next node. A node's new partitions are neighbours,
+	// which on Citus means they sit on few workers (citus_split_partitions
+	// places partitions on workers in contiguous blocks). The total deficit
+	// equals len(free), so every node ends exactly at its quota.
+	below := make([]int, 0, k)
 	for j := range k {
 		if count[j] < quota[j] {
-			h.idx = append(h.idx, j)
+			below = append(below, j)
 		}
 	}
-	heap.Init(h)
-	for _, i := range free {
-		j := h.idx[0]
-		next[i] = nodes[j]
-		count[j]++
-		if count[j] == quota[j] {
-			heap.Pop(h)
-		} else {
-			heap.Fix(h, 0)
+	sort.SliceStable(below, func(a, b int) bool {
+		x, y := below[a], below[b]
+		if count[x] != count[y] {
+			return count[x] < count[y]
+		}
+		return nodes[x] < nodes[y]
+	})
+	f := 0
+	for _, j := range below {
+		for ; count[j] < quota[j]; f++ {
+			next[free[f]] = nodes[j]
+			count[j]++
 		}
 	}
 	return next
-}
-
-// loadHeap is a min-heap of node indexes ordered by current load, then id.
-type loadHeap struct {
-	idx   []int
-	count []int
-	nodes []string
-}
-
-func (h *loadHeap) Len() int { return len(h.idx) }
-func (h *loadHeap) Less(a, b int) bool {
-	x, y := h.idx[a], h.idx[b]
-	if h.count[x] != h.count[y] {
-		return h.count[x] < h.count[y]
-	}
-	return h.nodes[x] < h.nodes[y]
-}
-func (h *loadHeap) Swap(a, b int) { h.idx[a], h.idx[b] = h.idx[b], h.idx[a] }
-func (h *loadHeap) Push(x any)    { h.idx = append(h.idx, x.(int)) }
-func (h *loadHeap) Pop() any {
-	last := h.idx[len(h.idx)-1]
-	h.idx = h.idx[:len(h.idx)-1]
-	return last
 }
 
 // Moves counts the partitions whose owner differs between prev and next

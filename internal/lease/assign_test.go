@@ -202,7 +202,13 @@ func TestAssignPartitionsTable(t *testing.T) {
 		{name: "all previous owners dead", prev: []string{"a", "b", "a"}, live: []string{"c"}, want: []string{"c", "c", "c"}, moves: 3},
 		{name: "one node from scratch", prev: []string{"", "", ""}, live: []string{"a"}, want: []string{"a", "a", "a"}, moves: 3},
 		{name: "one node steady", prev: []string{"a", "a"}, live: []string{"a"}, want: []string{"a", "a"}},
-		{name: "two nodes from scratch", prev: []string{"", "", "", ""}, live: []string{"b", "a"}, want: []string{"a", "b", "a", "b"}, moves: 4},
+		{name: "two nodes from scratch", prev: []string{"", "", "", ""}, live: []string{"b", "a"}, want: []string{"a", "a", "b", "b"}, moves: 4},
+		// Runs of neighbours: on Citus, partitions sit on workers in
+		// contiguous blocks, so a node's partitions stay on few workers.
+		{name: "four nodes from scratch take runs", prev: []string{"", "", "", "", "", "", "", ""}, live: []string{"d", "c", "b", "a"},
+			want: []string{"a", "a", "b", "b", "c", "c", "d", "d"}, moves: 8},
+		{name: "a dead node's run goes in runs", prev: []string{"a", "a", "a", "b", "b", "b", "c", "c", "c"}, live: []string{"a", "c"},
+			want: []string{"a", "a", "a", "a", "a", "c", "c", "c", "c"}, moves: 3},
 		{name: "two nodes steady", prev: []string{"b", "a", "a", "b"}, live: []string{"a", "b"}, want: []string{"b", "a", "a", "b"}},
 		{name: "second node joins", prev: []string{"a", "a", "a", "a"}, live: []string{"a", "b"}, want: []string{"a", "a", "b", "b"}, moves: 2},
 		{name: "odd count keeps the larger holder", prev: []string{"a", "a", "b"}, live: []string{"a", "b"}, want: []string{"a", "a", "b"}},

@@ -53,6 +53,11 @@ type Options struct {
 	// used only when the schema is first created. Defaults to 2 (or
 	// Partitions, if fewer).
 	TablePartitions int
+	// Citus distributes the schema over a Citus cluster (see
+	// db/functions/citus_distribute.sql): Up is run on the coordinator.
+	// A schema distributed once stays so: later Ups distribute what they
+	// add without being asked.
+	Citus bool
 	// Roles creates the roles <schema>_enqueue, <schema>_worker and
 	// <schema>_read (see db/functions/grant_roles.sql) and grants them
 	// their privileges; needs the CREATEROLE privilege.
@@ -187,6 +192,17 @@ func (m *Migrator) Up(ctx context.Context) error {
 			m.opts.Logger.Info("roles ready", "schema", m.opts.Schema,
 				"enqueue", m.opts.Schema+"_enqueue", "worker", m.opts.Schema+"_worker", "read", m.opts.Schema+"_read")
 		}
+	}
+	var distributed int
+	if err := m.db.QueryRowContext(ctx, "SELECT "+pgx.Identifier{m.opts.Schema}.Sanitize()+".citus_distribute($1)", m.opts.Citus).Scan(&distributed); err != nil {
+		return fmt.Errorf("distributing %s over Citus: %w", m.opts.Schema, err)
+	}
+	var split bool
+	if err := m.db.QueryRowContext(ctx, "SELECT "+pgx.Identifier{m.opts.Schema}.Sanitize()+".citus_split_partitions()").Scan(&split); err != nil {
+		return fmt.Errorf("giving each partition of %s a Citus shard: %w", m.opts.Schema, err)
+	}
+	if distributed > 0 || split {
+		m.opts.Logger.Info("tables distributed over Citus", "schema", m.opts.Schema, "tables", distributed, "shard_per_partition", split)
 	}
 	if _, err := m.db.ExecContext(ctx, "SELECT "+pgx.Identifier{m.opts.Schema}.Sanitize()+".ensure_completion_partitions(now() - interval '1 day', 8)"); err != nil {
 		return fmt.Errorf("creating completion partitions in %s: %w", m.opts.Schema, err)

@@ -1,0 +1,228 @@
+package pgsched_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/pgtest"
+	"github.com/pgsched/pgsched/pgschedmigrate"
+)
+
+// EnvCitusURL points the Citus tests at a Citus coordinator with workers
+// (make test-citus starts a one-machine cluster: scripts/citus-cluster.sh).
+const EnvCitusURL = "PGSCHED_CITUS_URL"
+
+// citusSchema migrates a fresh schema with -citus on the Citus cluster
+// and returns a pool on the coordinator.
+func citusSchema(t *testing.T, partitions int) (*pgxpool.Pool, string) {
+	t.Helper()
+	u := os.Getenv(EnvCitusURL)
+	if u == "" {
+		t.Skipf("%s is not set: the Citus tests need a Citus cluster (make test-citus starts one)", EnvCitusURL)
+	}
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, u)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	schema := pgtest.UniqueName(t, "c")
+	m, err := pgschedmigrate.New(ctx, pool, pgschedmigrate.Config{Schema: schema, Partitions: partitions, Citus: true})
+	require.NoError(t, err)
+	require.NoError(t, m.Up(ctx))
+	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	return pool, schema
+}
+
+// TestCitusDistribution: migrate -citus distributes the task tables by
+// partition_id, co-located, with exactly one shard per logical partition,
+// placed on the workers in contiguous blocks; every other table is a
+// reference table; migrating again changes nothing.
+func TestCitusDistribution(t *testing.T) {
+	t.Parallel()
+	pool, schema := citusSchema(t, 16)
+	ctx := context.Background()
+	rows, err := pool.Query(ctx, `SELECT c.relname::text, coalesce(d.partmethod::text, 'local'), coalesce(d.colocationid, 0)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		LEFT JOIN pg_dist_partition d ON d.logicalrelid = c.oid
+		WHERE n.nspname = $1 AND c.relkind IN ('r', 'p') AND NOT c.relispartition`, schema)
+	require.NoError(t, err)
+	type dist struct {
+		method     string
+		colocation int
+	}
+	tables, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (struct {
+		name string
+		dist
+	}, error) {
+		var v struct {
+			name string
+			dist
+		}
+		err := r.Scan(&v.name, &v.method, &v.colocation)
+		return v, err
+	})
+	require.NoError(t, err)
+	byName := map[string]dist{}
+	for _, tb := range tables {
+		byName[tb.name] = tb.dist
+	}
+	heads := byName["heads"]
+	require.Equal(t, "h", heads.method, "heads is hash-distributed")
+	for _, name := range []string{"backlog", "completions", "dead_tasks"} {
+		require.Equal(t, heads, byName[name], "%s is co-located with heads", name)
+	}
+	for name, d := range byName {
+		switch name {
+		case "heads", "backlog", "completions", "dead_tasks":
+		case "goose_db_version", "sql_objects":
+			require.Equal(t, "local", d.method, "%s is the migrator's, on the coordinator", name)
+		default:
+			require.Equal(t, "n", d.method, "%s is a reference table", name)
+		}
+	}
+
+	// One shard per partition, each partition alone in its shard, and the
+	// workers holding contiguous blocks of equal size.
+	type placement struct {
+		p      int
+		shard  int64
+		worker string
+	}
+	rows, err = pool.Query(ctx, "SELECT partition_id, shard_id, worker FROM "+schema+".citus_placement")
+	require.NoError(t, err)
+	places, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (placement, error) {
+		var v placement
+		return v, r.Scan(&v.p, &v.shard, &v.worker)
+	})
+	require.NoError(t, err)
+	require.Len(t, places, 16)
+	var shards int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = $1::regclass", schema+".heads").Scan(&shards))
+	require.Equal(t, 16, shards, "shard count = partition count")
+	seen := map[int64]bool{}
+	perWorker := map[string][]int{}
+	for _, pl := range places {
+		require.False(t, seen[pl.shard], "partition %d shares shard %d", pl.p, pl.shard)
+		seen[pl.shard] = true
+		perWorker[pl.worker] = append(perWorker[pl.worker], pl.p)
+	}
+	require.Len(t, perWorker, 2, "both workers hold partitions")
+	for w, ps := range perWorker {
+		sort.Ints(ps)
+		require.Len(t, ps, 8, "%s holds half", w)
+		require.Equal(t, ps[0]+7, ps[7], "%s holds a contiguous block: %v", w, ps)
+	}
+
+	// Rows of a partition land in its shard.
+	_, err = pool.Exec(ctx, `INSERT INTO `+schema+`.dead_tasks (partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt)
+		SELECT p, p, 'o', now(), '', 'k', '{}', 1 FROM generate_series(0, 15) AS p`)
+	require.NoError(t, err)
+	var perShard int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT max(n) FROM (SELECT get_shard_id_for_distribution_column($1, partition_id) AS s, count(*) AS n
+		FROM `+schema+`.dead_tasks GROUP BY 1) x`, schema+".dead_tasks").Scan(&perShard))
+	require.Equal(t, 1, perShard)
+
+	// Migrating again distributes nothing new and keeps the shards.
+	m, err := pgschedmigrate.New(ctx, pool, pgschedmigrate.Config{Schema: schema, Citus: true})
+	require.NoError(t, err)
+	require.NoError(t, m.Up(ctx))
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = $1::regclass", schema+".heads").Scan(&shards))
+	require.Equal(t, 16, shards)
+
+	// Every view reads.
+	rows, err = pool.Query(ctx, "SELECT table_name FROM information_schema.views WHERE table_schema = $1", schema)
+	require.NoError(t, err)
+	views, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.NotEmpty(t, views)
+	// Not yet: recurring joins each schedule laterally to its ticks in
+	// four task tables, which Citus does not plan (issue 23 is open).
+	gaps := map[string]string{"recurring": "complex joins are only supported"}
+	for _, v := range views {
+		_, err := pool.Exec(ctx, "SELECT * FROM "+schema+"."+v)
+		if want, ok := gaps[v]; ok {
+			require.ErrorContains(t, err, want, "view %s works on Citus now: take it off the gaps", v)
+			continue
+		}
+		require.NoError(t, err, "view %s", v)
+	}
+}
+
+// TestCitusRetention: completion partitions created ahead are distributed
+// and co-located as they are attached, and the leader's upkeep drops the
+// expired ones, on distributed tables as on one server.
+func TestCitusRetention(t *testing.T) {
+	t.Parallel()
+	pool, schema := citusSchema(t, 4)
+	ctx := context.Background()
+	partitions := func() []string {
+		rows, err := pool.Query(ctx, `SELECT c.relname::text FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+			WHERE i.inhparent = $1::regclass ORDER BY 1`, schema+".completions")
+		require.NoError(t, err)
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return names
+	}
+	before := partitions()
+	require.Len(t, before, 9, "yesterday, today and seven days ahead")
+	// The upkeep as if three weeks had passed: today's partitions expire
+	// (retention 7 days), three weeks' ahead are created.
+	_, err := pool.Exec(ctx, "SELECT "+schema+".ensure_completion_partitions(now() + interval '21 days', 1)")
+	require.NoError(t, err)
+	after := partitions()
+	require.NotContains(t, after, before[0], "expired partitions dropped")
+	newest := after[len(after)-1]
+	require.Greater(t, newest, before[len(before)-1], "partitions ahead created")
+	var colocated bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = $1::regclass)
+		= (SELECT colocationid FROM pg_dist_partition WHERE logicalrelid = $2::regclass)`, schema+"."+newest, schema+".heads").Scan(&colocated))
+	require.True(t, colocated, "%s is distributed with heads", newest)
+	var shards int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = $1::regclass", schema+"."+newest).Scan(&shards))
+	require.Equal(t, 4, shards, "one shard per partition")
+}
+
+// TestCitusNodesAlignWithShards: worker nodes on the Citus coordinator
+// register, elect a leader and split the partitions; with as many nodes
+// as Citus workers, each node's partitions live on one worker.
+func TestCitusNodesAlignWithShards(t *testing.T) {
+	t.Parallel()
+	pool, schema := citusSchema(t, 16)
+	ctx := context.Background()
+	for i := range 2 {
+		cfg := fastConfig(schema)
+		cfg.NodeID = fmt.Sprintf("n%d", i)
+		cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil })}
+		w, err := pgsched.NewWorker(pool, cfg)
+		require.NoError(t, err)
+		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		require.NoError(t, w.Start(sctx))
+		cancel()
+		t.Cleanup(func() { _ = w.Stop(context.Background()) })
+	}
+	var workersPerNode map[string]int
+	eventually(t, 20*time.Second, func() bool {
+		rows, err := pool.Query(ctx, "SELECT owner_node_id, count(DISTINCT worker) FROM "+schema+".citus_placement WHERE owner_node_id IS NOT NULL GROUP BY 1")
+		require.NoError(t, err)
+		workersPerNode = map[string]int{}
+		for rows.Next() {
+			var node string
+			var n int
+			require.NoError(t, rows.Scan(&node, &n))
+			workersPerNode[node] = n
+		}
+		require.NoError(t, rows.Err())
+		var owned int
+		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM "+schema+".partition_owners WHERE node_id IN ('n0', 'n1')").Scan(&owned))
+		return len(workersPerNode) == 2 && owned == 16
+	}, "both nodes own partitions: %v", workersPerNode)
+	require.Equal(t, map[string]int{"n0": 1, "n1": 1}, workersPerNode, "each node's partitions on one Citus worker")
+}

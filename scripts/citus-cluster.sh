@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# A one-machine Citus cluster for tests and benchmarks: a coordinator and
+# two workers, three PostgreSQL servers from the machine's binaries with
+# Citus preloaded, each on its own port and data directory.
+#
+#   scripts/citus-cluster.sh start   # builds/installs Citus if missing (../shared/citus), starts, prints the URL
+#   scripts/citus-cluster.sh url     # the coordinator's connection string
+#   scripts/citus-cluster.sh stop    # stops the servers and removes their data
+#
+# CITUS_DIR (default /tmp/pgsched-citus) holds the data; CITUS_PORT (default
+# 55480) is the coordinator's port, the workers take the next two. Not for
+# production: trust authentication, no durability settings, one machine.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+dir="${CITUS_DIR:-/tmp/pgsched-citus}"
+port="${CITUS_PORT:-55480}"
+ports=("$port" "$((port + 1))" "$((port + 2))")
+names=(coordinator worker1 worker2)
+pgbin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+url="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+
+as_pg() {
+  if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+psql_at() { # port, sql...
+  local p="$1"; shift
+  as_pg "$pgbin/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$p" -U postgres -d postgres "$@"
+}
+
+start() {
+  "$here/scripts/ensure-postgres.sh" >&2
+  [ -n "$pgbin" ] || { echo "citus-cluster: no PostgreSQL binaries under /usr/lib/postgresql" >&2; exit 1; }
+  citus_install="${CITUS_INSTALL:-$here/../shared/citus/install.sh}"
+  if [ ! -f "$("$pgbin/pg_config" --pkglibdir)/citus.so" ]; then
+    [ -x "$citus_install" ] || { echo "citus-cluster: Citus is not installed and $citus_install is missing" >&2; exit 1; }
+    "$citus_install" >&2
+  fi
+  mkdir -p "$dir"
+  if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$dir"; fi
+  for i in 0 1 2; do
+    d="$dir/${names[$i]}"
+    if [ ! -f "$d/PG_VERSION" ]; then
+      as_pg "$pgbin/initdb" -D "$d" -U postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 >/dev/null
+      cat >>"$d/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = ${ports[$i]}
+unix_socket_directories = '$d'
+shared_preload_libraries = 'citus'
+max_connections = 300
+shared_buffers = 256MB
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+max_prepared_transactions = 200
+citus.max_client_connections = 250
+logging_collector = off
+CONF
+    fi
+    if ! as_pg "$pgbin/pg_ctl" -D "$d" status >/dev/null 2>&1; then
+      as_pg "$pgbin/pg_ctl" -D "$d" -l "$d/server.log" -w -t 60 start >/dev/null
+    fi
+    psql_at "${ports[$i]}" -c "CREATE EXTENSION IF NOT EXISTS citus" >/dev/null
+  done
+  psql_at "$port" -c "SELECT citus_set_coordinator_host('127.0.0.1', $port)" >/dev/null
+  for i in 1 2; do
+    psql_at "$port" -c "SELECT citus_add_node('127.0.0.1', ${ports[$i]}) WHERE NOT EXISTS (SELECT 1 FROM pg_dist_node WHERE nodeport = ${ports[$i]})" >/dev/null
+  done
+  echo "$url"
+}
+
+stop() {
+  for i in 2 1 0; do
+    d="$dir/${names[$i]}"
+    [ -f "$d/PG_VERSION" ] && as_pg "$pgbin/pg_ctl" -D "$d" -m immediate -w stop >/dev/null 2>&1 || true
+  done
+  rm -rf "$dir"
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  url) echo "$url" ;;
+  *) echo "usage: $0 start|stop|url" >&2; exit 2 ;;
+esac
