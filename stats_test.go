@@ -72,6 +72,16 @@ func TestCountKindsMatchesTasks(t *testing.T) {
 	var at time.Time
 	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT counted_at FROM "+s+".kind_counted").Scan(&at))
 	require.WithinDuration(t, time.Now(), at, time.Minute)
+
+	// A count while another is running (a new leader's, say) skips
+	// instead of queueing behind it.
+	tx, err := b.db.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	require.NoError(t, tx.QueryRow(ctx, "SELECT "+s+".count_kinds()").Scan(&kinds))
+	require.Equal(t, 2, kinds)
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT "+s+".count_kinds()").Scan(&kinds))
+	require.Equal(t, -1, kinds, "skipped while the other count holds its lock")
 }
 
 // TestThroughputHistory: every outcome a worker records lands in

@@ -248,16 +248,12 @@ func (w *Worker) build(ctl *pgxpool.Pool) (*parts, error) {
 			},
 			Skipped: func(n int) { w.metrics.RecurringTicks.WithLabelValues("skipped").Add(float64(n)) },
 		}}
-	counts := &stats.Counter{Store: w.store, DB: ctl, Interval: w.cfg.CountInterval, Logger: w.logger}
 	p.leader, err = lease.NewLeader(lease.LeaderConfig{
 		Node: p.node, Store: w.store, DB: ctl, TTL: w.cfg.LeaseTTL, Interval: w.cfg.ClusterInterval, Wake: p.leaderWake,
 		Round: func(ctx context.Context, l lease.Leadership) {
 			planner.Round(ctx, l)
 			if err := ticks.Round(ctx); err != nil && ctx.Err() == nil {
 				w.logger.Warn("creating recurring ticks failed; the next round tries again", "error", err)
-			}
-			if err := counts.Round(ctx); err != nil && ctx.Err() == nil {
-				w.logger.Warn("counting tasks per kind failed; the next round tries again", "error", err)
 			}
 		},
 		Logger: w.logger,
@@ -320,7 +316,7 @@ func (w *Worker) launch(ctx context.Context, ctl *pgxpool.Pool, p *parts) (<-cha
 	var wg sync.WaitGroup
 	nodeDone := make(chan struct{})
 	go func() { defer close(nodeDone); _ = p.node.Run(nodeCtx) }()
-	wg.Add(5)
+	wg.Add(6)
 	go func() { defer wg.Done(); _ = p.leader.Run(runCtx) }()
 	go func() { defer wg.Done(); _ = p.duties.Run(runCtx) }()
 	go func() {
@@ -328,6 +324,11 @@ func (w *Worker) launch(ctx context.Context, ctl *pgxpool.Pool, p *parts) (<-cha
 		w.listen(runCtx, p.wake, p.dutiesWake, p.leaderWake, p.pauseWake, p.cancelWake)
 	}()
 	go func() { defer wg.Done(); w.maintain(runCtx, p.pauseWake, p.cancelWake, p.disp) }()
+	go func() {
+		defer wg.Done()
+		counter := &stats.Counter{Store: w.store, DB: ctl, Interval: w.cfg.CountInterval, Logger: w.logger}
+		counter.Run(runCtx, func() bool { return p.leader.Current().Term != 0 })
+	}()
 	go func() { defer wg.Done(); _ = p.disp.Run(runCtx) }()
 	go func() {
 		wg.Wait()

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -90,7 +91,7 @@ func (c *console) action(do func(ctx context.Context, r *http.Request) (string, 
 		what, err := do(ctx, r)
 		if err != nil {
 			c.logger.Warn("console action failed", "path", r.URL.Path, "error", err)
-			http.Error(w, err.Error(), http.StatusBadRequest)
+			http.Error(w, err.Error(), actionStatus(err))
 			return
 		}
 		c.logger.Info("console action", "path", r.URL.Path, "changed", what, "remote", r.RemoteAddr)
@@ -98,10 +99,24 @@ func (c *console) action(do func(ctx context.Context, r *http.Request) (string, 
 	}
 }
 
+// actionStatus is the HTTP status of a failed action: the request's fault
+// (400), a task or schedule that is not there (404), or the database's
+// (503, worth trying again).
+func actionStatus(err error) int {
+	var bad *badRequest
+	switch {
+	case errors.As(err, &bad), errors.Is(err, pgsched.ErrInvalidTask):
+		return http.StatusBadRequest
+	case errors.Is(err, pgsched.ErrNotFound):
+		return http.StatusNotFound
+	}
+	return http.StatusServiceUnavailable
+}
+
 func formID(r *http.Request) (int64, error) {
 	id, err := strconv.ParseInt(r.PostFormValue("id"), 10, 64)
 	if err != nil {
-		return 0, fmt.Errorf("id %q is not a task id", r.PostFormValue("id"))
+		return 0, &badRequest{fmt.Sprintf("id %q is not a task id", r.PostFormValue("id"))}
 	}
 	return id, nil
 }
@@ -136,23 +151,37 @@ func (c *console) resumeKind(ctx context.Context, r *http.Request) (string, erro
 	return fmt.Sprintf("kind %q resumed (was paused: %v)", kind, was), err
 }
 
-// deadFilter is the dead page's filter as posted: one kind, or every dead
-// task when the kind is empty.
-func deadFilter(r *http.Request) (pgsched.DeadFilter, string) {
-	if kind := r.PostFormValue("kind"); kind != "" {
-		return pgsched.DeadFilter{Kind: kind}, fmt.Sprintf("of kind %q", kind)
+// deadFilter is the dead page's filter as posted: one kind, or every
+// kind when empty, and only tasks that had died when the page was read
+// (died_before, the database's time then), so a bulk action never reaches
+// tasks the person did not see die.
+func deadFilter(r *http.Request) (pgsched.DeadFilter, string, error) {
+	before, err := time.Parse(time.RFC3339Nano, r.PostFormValue("died_before"))
+	if err != nil {
+		return pgsched.DeadFilter{}, "", &badRequest{fmt.Sprintf("died_before %q is not an RFC 3339 time", r.PostFormValue("died_before"))}
 	}
-	return pgsched.DeadFilter{DiedBefore: time.Now()}, "of every kind"
+	f := pgsched.DeadFilter{Kind: r.PostFormValue("kind"), DiedBefore: before}
+	which := "of every kind"
+	if f.Kind != "" {
+		which = fmt.Sprintf("of kind %q", f.Kind)
+	}
+	return f, fmt.Sprintf("%s, died before %s", which, before.UTC().Format(time.RFC3339Nano)), nil
 }
 
 func (c *console) retryDeadKind(ctx context.Context, r *http.Request) (string, error) {
-	f, which := deadFilter(r)
+	f, which, err := deadFilter(r)
+	if err != nil {
+		return "", err
+	}
 	n, err := c.client.RetryDeadWhere(ctx, f)
 	return fmt.Sprintf("%d dead tasks %s retried", n, which), err
 }
 
 func (c *console) deleteDeadKind(ctx context.Context, r *http.Request) (string, error) {
-	f, which := deadFilter(r)
+	f, which, err := deadFilter(r)
+	if err != nil {
+		return "", err
+	}
 	n, err := c.client.DeleteDeadWhere(ctx, f)
 	return fmt.Sprintf("%d dead tasks %s deleted", n, which), err
 }
@@ -160,7 +189,7 @@ func (c *console) deleteDeadKind(ctx context.Context, r *http.Request) (string, 
 func (c *console) cancelRunning(ctx context.Context, r *http.Request) (string, error) {
 	at, err := time.Parse(time.RFC3339Nano, r.PostFormValue("scheduled_at"))
 	if err != nil {
-		return "", fmt.Errorf("scheduled_at %q is not an RFC 3339 time", r.PostFormValue("scheduled_at"))
+		return "", &badRequest{fmt.Sprintf("scheduled_at %q is not an RFC 3339 time", r.PostFormValue("scheduled_at"))}
 	}
 	k := pgsched.Key{OrderingID: r.PostFormValue("ordering_id"), ScheduledAt: at, UniquenessKey: r.PostFormValue("uniqueness_key")}
 	requested, err := c.client.CancelRunning(ctx, k)

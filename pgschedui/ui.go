@@ -169,6 +169,9 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, page, title str
 	data["Actions"], data["SignedIn"] = c.token != "", c.signedIn(r)
 	data["CSRF"], data["Self"] = c.csrf(), r.URL.RequestURI()
 	status := http.StatusOK
+	if nf, _ := data["NotFound"].(bool); nf {
+		status = http.StatusNotFound
+	}
 	var bad *badRequest
 	switch {
 	case errors.As(err, &bad):
@@ -311,7 +314,7 @@ func (c *console) task(w http.ResponseWriter, r *http.Request) {
 		rows, err = c.store.ConsoleTaskKey(ctx, db, k)
 		return err
 	})
-	c.render(w, r, "task", "Task", map[string]any{"Key": k, "Rows": rows}, err)
+	c.render(w, r, "task", "Task", map[string]any{"Key": k, "Rows": rows, "NotFound": err == nil && len(rows) == 0}, err)
 }
 
 func (c *console) deadTask(w http.ResponseWriter, r *http.Request) {
@@ -328,6 +331,8 @@ func (c *console) deadTask(w http.ResponseWriter, r *http.Request) {
 	data := map[string]any{"ID": id}
 	if len(rows) > 0 {
 		data["Task"] = rows[0]
+	} else if err == nil {
+		data["NotFound"] = true
 	}
 	c.render(w, r, "deadtask", "Dead task", data, err)
 }
@@ -348,12 +353,18 @@ func pretty(b []byte) string {
 
 func (c *console) dead(w http.ResponseWriter, r *http.Request) {
 	kind := r.URL.Query().Get("kind")
-	var dead []store.ConsoleDead
+	var (
+		dead []store.ConsoleDead
+		now  time.Time
+	)
 	err := c.read(r, func(ctx context.Context, db store.DBTX) (err error) {
+		if now, err = c.store.ConsoleNow(ctx, db); err != nil {
+			return err
+		}
 		dead, err = c.store.ConsoleDead(ctx, db, kind, 200)
 		return err
 	})
-	c.render(w, r, "dead", "Dead", map[string]any{"Dead": dead, "Kind": kind}, err)
+	c.render(w, r, "dead", "Dead", map[string]any{"Dead": dead, "Kind": kind, "AsOf": now.UTC().Format(time.RFC3339Nano)}, err)
 }
 
 func (c *console) recurring(w http.ResponseWriter, r *http.Request) {

@@ -2,8 +2,8 @@
 -- task per kind: pending (heads not running and the backlog), of those the
 -- due ones, running, and dead, all from one snapshot. It reads every task,
 -- so the leader calls it every few seconds, and less often when it takes
--- long; pages and metrics read the result. Concurrent calls queue rather
--- than interleave. Returns the number of kinds.
+-- long; pages and metrics read the result. Returns the number of kinds,
+-- or -1 when another count is running (this one then does nothing).
 CREATE OR REPLACE FUNCTION pgsched.count_kinds()
 RETURNS integer
 LANGUAGE plpgsql
@@ -13,7 +13,11 @@ DECLARE
     began timestamptz := clock_timestamp();
     n     integer;
 BEGIN
-    PERFORM pg_advisory_xact_lock(hashtext('pgsched.kind_counts'));
+    -- One count at a time: a new leader skips while the last one's count
+    -- is still running.
+    IF NOT pg_try_advisory_xact_lock(hashtext('pgsched.kind_counts')) THEN
+        RETURN -1;
+    END IF;
     DELETE FROM pgsched.kind_counts;
     INSERT INTO pgsched.kind_counts (kind, pending, due, running, dead)
     SELECT c.kind, sum(c.pending), sum(c.due), sum(c.running), sum(c.dead)

@@ -106,3 +106,6 @@ WHERE (sqlc.narg(kind)::text IS NULL OR t.kind = sqlc.narg(kind)::text)
   AND (sqlc.narg(state)::text IS NULL OR t.state = sqlc.narg(state)::text)
 ORDER BY t.partition_id, t.ordering_id, t.scheduled_at, t.uniqueness_key
 LIMIT sqlc.arg(max_rows)::integer;
+
+-- name: ConsoleNow :one
+SELECT now()::timestamptz AS now;

@@ -261,6 +261,17 @@ func (q *Queries) ConsoleNodes(ctx context.Context, db DBTX) ([]ConsoleNodesRow,
 	return items, nil
 }
 
+const consoleNow = `-- name: ConsoleNow :one
+SELECT now()::timestamptz AS now
+`
+
+func (q *Queries) ConsoleNow(ctx context.Context, db DBTX) (time.Time, error) {
+	row := db.QueryRow(ctx, consoleNow)
+	var now time.Time
+	err := row.Scan(&now)
+	return now, err
+}
+
 const consolePartitions = `-- name: ConsolePartitions :many
 SELECT p.partition_id, coalesce(p.owner_node_id, '')::text AS owner, p.owner_live::boolean AS owner_live, coalesce(p.served_by, '')::text AS served_by
 FROM pgsched.partitions p

@@ -44,7 +44,9 @@ func (r *Recorder) Outcome(outcome string) {
 	}
 }
 
-// Started records a first attempt starting late by lateness.
+// Started records a first attempt starting late by lateness. The count
+// and the lateness are added apart, so a flush between the two puts them
+// in neighbouring minutes: a minute's mean is approximate, never lost.
 func (r *Recorder) Started(lateness time.Duration) {
 	lateness = max(lateness, 0)
 	r.started.Add(1)
@@ -82,7 +84,9 @@ func (r *Recorder) giveBack(s store.Stats) {
 }
 
 // Flush adds what was recorded since the last flush to node's row for the
-// current minute. On failure the counts are kept for the next flush.
+// current minute. On failure the counts are kept for the next flush (so a
+// write that committed but whose answer was lost counts twice: the
+// history may overstate, it never drops an outcome).
 func (r *Recorder) Flush(ctx context.Context, st *store.Store, db store.DBTX, node string) error {
 	r.flushing.Lock()
 	defer r.flushing.Unlock()
@@ -97,7 +101,9 @@ func (r *Recorder) Flush(ctx context.Context, st *store.Store, db store.DBTX, no
 	return nil
 }
 
-// Counter recounts tasks per kind for the leader.
+// Counter recounts tasks per kind while its node leads. It runs beside
+// the leader's round, not in it: a count reads every task, and over tens
+// of millions that takes longer than a lease, which the round must renew.
 type Counter struct {
 	Store *store.Store
 	DB    store.DBTX
@@ -115,9 +121,32 @@ type Counter struct {
 // Busy bounds counting to 1/Busy of the time.
 const Busy = 20
 
+// MaxCount bounds one count; one that takes longer is cancelled and the
+// next waits Busy times as long.
+const MaxCount = 10 * time.Minute
+
+// Run counts whenever leading reports true and a count is due, until ctx
+// ends. It looks once a second (or every Interval, if shorter).
+func (c *Counter) Run(ctx context.Context, leading func() bool) {
+	tick := time.NewTicker(min(c.Interval, time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !leading() {
+			continue
+		}
+		if err := c.Round(ctx); err != nil && ctx.Err() == nil && c.Logger != nil {
+			c.Logger.Warn("counting tasks per kind failed; trying again later", "error", err)
+		}
+	}
+}
+
 // Round counts if the last count is Interval (or Busy times its
-// duration) old, and once a minute prunes history older than a day. It
-// runs in the leader's round.
+// duration) old, and once a minute prunes history older than a day.
 func (c *Counter) Round(ctx context.Context) error {
 	now := time.Now()
 	if now.After(c.prune) {
@@ -130,11 +159,14 @@ func (c *Counter) Round(ctx context.Context) error {
 		return nil
 	}
 	began := time.Now()
-	if _, err := c.Store.CountKinds(ctx, c.DB); err != nil {
-		return err
-	}
+	cctx, cancel := context.WithTimeout(ctx, MaxCount)
+	defer cancel()
+	_, err := c.Store.CountKinds(cctx, c.DB)
 	took := time.Since(began)
 	c.next = began.Add(max(c.Interval, time.Duration(math.Min(float64(Busy)*float64(took), float64(time.Hour)))))
+	if err != nil {
+		return err
+	}
 	if slow := took*Busy > c.Interval; slow != c.slow && c.Logger != nil {
 		if slow {
 			c.Logger.Info("counting tasks per kind takes long; counting less often", "took", took, "next_in", time.Until(c.next).Round(time.Millisecond))

@@ -101,3 +101,9 @@ func (s *Store) ConsoleTasks(ctx context.Context, db DBTX, orderingID, kind, sta
 		return out, translate(err)
 	}
 }
+
+// ConsoleNow is the database's time (a page's "as of").
+func (s *Store) ConsoleNow(ctx context.Context, db DBTX) (time.Time, error) {
+	t, err := s.q.ConsoleNow(ctx, s.db(db))
+	return t, translate(err)
+}
