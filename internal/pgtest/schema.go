@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -32,6 +33,12 @@ type SchemaOptions struct {
 	MaxConns int32
 }
 
+// EnvCitus, set to 1 with TEST_DATABASE_URL pointing at a Citus
+// coordinator, makes NewSchema distribute every schema it migrates
+// (migrate -citus): the whole suite then runs on Citus (make
+// test-citus-suite).
+const EnvCitus = "PGSCHED_TEST_CITUS"
+
 // NewSchema migrates a fresh schema for the calling test and drops it when
 // the test ends, so tests run in parallel without seeing each other's rows
 // or notifications.
@@ -50,7 +57,8 @@ func NewSchema(tb testing.TB, opts SchemaOptions) *DB {
 	schema := UniqueName(tb, "t")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := migrator.Up(ctx, base, migrator.Options{Schema: schema, Partitions: opts.Partitions, TablePartitions: opts.TablePartitions}); err != nil {
+	if err := migrator.Up(ctx, base, migrator.Options{Schema: schema, Partitions: opts.Partitions, TablePartitions: opts.TablePartitions,
+		Citus: os.Getenv(EnvCitus) == "1"}); err != nil {
 		tb.Fatalf("pgtest: migrating schema %s: %v", schema, err)
 	}
 	tb.Cleanup(func() {
