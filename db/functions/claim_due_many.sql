@@ -15,14 +15,15 @@
 -- never analyzed. Seq scans are disabled because the planner, costing a
 -- ctid fetch as a random page read, prefers scanning a small partition
 -- whole to fetching 100 tuples; generic plans because plpgsql would
--- otherwise re-plan the statement for every partition.
+-- otherwise re-plan the statement for every partition (on Citus, which
+-- must see the partition as a value to route the statement, custom ones).
 CREATE OR REPLACE FUNCTION pgsched.claim_due_many(p_node_id text, p_epoch bigint, p_partitions integer[], p_max integer,
                                        p_ahead_seconds float8 DEFAULT 0)
 RETURNS SETOF pgsched.heads
 LANGUAGE plpgsql
 SET jit = off
 SET enable_seqscan = off
-SET plan_cache_mode = force_generic_plan
+SET plan_cache_mode = force_generic_plan -- not on citus
 AS $$
 DECLARE
     p       integer;
@@ -30,6 +31,7 @@ DECLARE
     got     integer;
     horizon timestamptz := now() + make_interval(secs => greatest(p_ahead_seconds, 0));
     v_paused text[];
+    t_now   timestamptz := now();
 BEGIN
     SELECT coalesce(array_agg(k.kind), '{}') INTO v_paused FROM pgsched.paused_kinds k;
     FOREACH p IN ARRAY coalesce(p_partitions, '{}') LOOP
@@ -46,7 +48,7 @@ BEGIN
             FOR UPDATE SKIP LOCKED
         )
         UPDATE pgsched.heads h
-        SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = now()
+        SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_now
         WHERE h.partition_id = p AND h.ctid = ANY (ARRAY(SELECT q.tid FROM q)) AND NOT h.running
         RETURNING h.*;
         GET DIAGNOSTICS got = ROW_COUNT;

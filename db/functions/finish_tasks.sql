@@ -64,13 +64,53 @@ DECLARE
     handed  integer := 0;
     handed2 integer;
     v_paused text[] := '{}';
+    -- now() is the transaction's start either way; a variable because
+    -- Citus refuses now() in RETURNING and CASE.
+    t_now   timestamptz := now();
+    retry_ats timestamptz[];
+    /*citus v_one integer;
+    q       record;
+    r       record;
+    acc     bigint[] := '{}';
+    acc_n   integer := 0; */
 BEGIN
+    /*citus -- Citus: each statement below names one partition, so Citus routes
+    -- it to the worker holding it. A batch spanning partitions runs as one
+    -- call per partition, in partition order, in this transaction; the
+    -- successors handed over count against one budget (p_chain).
+    IF (SELECT count(DISTINCT x.p) FROM unnest(partition_ids) AS x(p)) > 1 THEN
+        FOR q IN SELECT x.p, array_agg(x.i ORDER BY x.i) AS pos FROM unnest(partition_ids) WITH ORDINALITY AS x(p, i) GROUP BY x.p ORDER BY x.p LOOP
+            FOR r IN SELECT * FROM pgsched.finish_tasks(p_node_id, p_epoch,
+                    ARRAY(SELECT partition_ids[j] FROM unnest(q.pos) AS j), ARRAY(SELECT ordering_ids[j] FROM unnest(q.pos) AS j),
+                    ARRAY(SELECT task_ids[j] FROM unnest(q.pos) AS j), ARRAY(SELECT claimed_ats[j] FROM unnest(q.pos) AS j),
+                    ARRAY(SELECT outcomes[j] FROM unnest(q.pos) AS j), ARRAY(SELECT retry_delays[j] FROM unnest(q.pos) AS j),
+                    ARRAY(SELECT errors[j] FROM unnest(q.pos) AS j), room, p_chain_partitions, p_chain_limit) AS f LOOP
+                IF r.applied IS NOT NULL THEN
+                    acc := acc || r.applied;
+                    acc_n := acc_n + r.claimable;
+                ELSE
+                    applied := NULL; partition_id := r.partition_id; id := r.id; ordering_id := r.ordering_id;
+                    scheduled_at := r.scheduled_at; uniqueness_key := r.uniqueness_key; kind := r.kind; payload := r.payload;
+                    attempt := r.attempt; run_at := r.run_at; claimed_at := r.claimed_at; claimable := NULL;
+                    room := greatest(room - 1, 0);
+                    RETURN NEXT;
+                END IF;
+            END LOOP;
+        END LOOP;
+        applied := acc; claimable := acc_n;
+        partition_id := NULL; id := NULL; ordering_id := NULL; scheduled_at := NULL; uniqueness_key := NULL; kind := NULL;
+        payload := NULL; attempt := NULL; run_at := NULL; claimed_at := NULL;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    v_one := partition_ids[1];
+    */
     IF EXISTS (SELECT 1 FROM unnest(outcomes) AS x(outcome) WHERE x.outcome NOT IN ('completed', 'dead')) THEN
         PERFORM pgsched.lock_heads(partition_ids, ordering_ids);
     END IF;
 
     IF room > 0 AND NOT EXISTS (SELECT 1 FROM pgsched.nodes n
-                                WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()) THEN
+                                WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now) THEN
         room := 0;
     END IF;
     IF room > 0 THEN
@@ -90,11 +130,11 @@ BEGIN
         ) b
         -- Held by this node means running (CHECK on heads).
         WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
-          AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca
+          AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca /*citus AND h.partition_id = v_one*/
         RETURNING h.*, b.outcome, b.err
     ), tomb AS (
         INSERT INTO pgsched.completions (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, attempt, node_id, completed_at)
-        SELECT g.partition_id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.attempt, g.node_id, now()
+        SELECT g.partition_id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.attempt, g.node_id, t_now
         FROM gone g WHERE g.outcome = 'completed'
     ), dead AS (
         INSERT INTO pgsched.dead_tasks (partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, last_error, node_id)
@@ -107,9 +147,12 @@ BEGIN
         FROM gone g WHERE g.backlog AND cardinality(g.next_tids) > 0
     ), moved AS (
         DELETE FROM pgsched.backlog b USING known k
-        WHERE b.partition_id = k.p AND b.ctid = k.tid AND b.id = k.id AND b.ordering_id = k.o
+        -- Citus plans this statement in steps and refuses ctid there: the
+        -- id finds the row (one ordering_id's backlog) instead.
+        WHERE b.partition_id = k.p AND b.id = k.id AND b.ordering_id = k.o /*citus AND b.partition_id = v_one*/
+          AND b.ctid = k.tid -- not on citus
         RETURNING b.*, k.rest_tids, k.rest_ids, k.more_after, k.c AS prev_chain,
-                  coalesce(k.i <= room AND b.run_at <= now() AND k.c < p_chain_limit
+                  coalesce(k.i <= room AND b.run_at <= t_now AND k.c < p_chain_limit
                            AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
     ), ins AS (
         INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
@@ -119,7 +162,7 @@ BEGIN
                m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at,
                cardinality(m.rest_tids) > 0 OR m.more_after,
                m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
-               CASE WHEN m.run THEN now() END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
+               CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
                CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_tids END,
                CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after
         FROM moved m
@@ -153,7 +196,7 @@ BEGIN
         -- successors.
         RETURN QUERY
         WITH pick AS (
-            SELECT k.p, k.c, k.i, coalesce(t.tid, f.tids[1]) AS tid, f.n > 1 AS more,
+            SELECT k.p, k.o, k.c, k.i, coalesce(t.tid, f.tids[1]) AS tid, coalesce(t.id, f.ids[1]) AS bid, f.n > 1 AS more,
                    CASE WHEN f.n > 1 AND f.nd = f.n THEN f.tids[2:17] END AS next_tids,
                    CASE WHEN f.n > 1 AND f.nd = f.n THEN f.ids[2:17] END AS next_ids,
                    f.n = 18 AS next_more
@@ -164,21 +207,22 @@ BEGIN
                        min(x.scheduled_at) AS sa1, count(*) AS n, count(DISTINCT x.scheduled_at) AS nd
                 FROM (
                     SELECT b.ctid AS tid, b.id, b.scheduled_at, b.uniqueness_key FROM pgsched.backlog b
-                    WHERE b.partition_id = k.p AND b.ordering_id = k.o
+                    WHERE b.partition_id = k.p AND b.ordering_id = k.o /*citus AND b.partition_id = v_one*/
                     ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 18
                 ) x
             ) f
             LEFT JOIN LATERAL (
-                SELECT b.ctid AS tid FROM pgsched.backlog b
+                SELECT b.ctid AS tid, b.id FROM pgsched.backlog b
                 WHERE f.n > 1 AND f.nd < f.n
-                  AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.sa1
+                  AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.sa1 /*citus AND b.partition_id = v_one*/
                 ORDER BY b.id LIMIT 1
             ) t ON true
         ), moved AS (
             DELETE FROM pgsched.backlog b USING pick
-            WHERE b.partition_id = pick.p AND b.ctid = pick.tid
+            WHERE b.partition_id = pick.p /*citus AND b.partition_id = v_one AND b.ordering_id = pick.o AND b.id = pick.bid*/
+              AND b.ctid = pick.tid -- not on citus
             RETURNING b.*, pick.more, pick.next_tids, pick.next_ids, pick.next_more, pick.c AS prev_chain,
-                      coalesce(pick.i + known_n <= room AND b.run_at <= now() AND pick.c < p_chain_limit
+                      coalesce(pick.i + known_n <= room AND b.run_at <= t_now AND pick.c < p_chain_limit
                                AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
         ), ins AS (
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
@@ -187,7 +231,7 @@ BEGIN
             SELECT m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
                    m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at, m.more,
                    m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
-                   CASE WHEN m.run THEN now() END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
+                   CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
                    m.next_tids, m.next_ids, m.next_more
             FROM moved m
             RETURNING h.partition_id, h.id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.kind, h.payload,
@@ -208,7 +252,7 @@ BEGIN
         SELECT array_agg(u.p), array_agg(u.o) INTO back_p, back_o
         FROM unnest(partition_ids, ordering_ids, outcomes) AS u(p, o, outcome)
         WHERE u.outcome IN ('completed', 'dead')
-          AND NOT EXISTS (SELECT 1 FROM pgsched.heads h WHERE h.partition_id = u.p AND h.ordering_id = u.o);
+          AND NOT EXISTS (SELECT 1 FROM pgsched.heads h WHERE h.partition_id = u.p AND h.ordering_id = u.o /*citus AND h.partition_id = v_one*/);
         IF back_p IS NOT NULL THEN
             PERFORM pgsched.settle_heads(back_p, back_o);
             promoted := promoted + cardinality(back_p);
@@ -218,16 +262,21 @@ BEGIN
     END IF;
 
     IF cardinality(gone_id) IS DISTINCT FROM cardinality(task_ids) THEN
+        -- Retry times computed apart: Citus refuses a STABLE function over
+        -- a column in an UPDATE.
+        retry_ats := ARRAY(SELECT t_now + make_interval(secs => coalesce(d.delay, 0))
+                           FROM unnest(retry_delays) WITH ORDINALITY AS d(delay, i) ORDER BY d.i);
         WITH back AS (
             UPDATE pgsched.heads h
             SET running = false, node_id = NULL, epoch = NULL, claimed_at = NULL, chain = 0,
-                run_at = CASE WHEN b.outcome = 'retry' THEN now() + make_interval(secs => coalesce(b.retry_delay, 0)) ELSE h.run_at END,
+                run_at = CASE WHEN b.outcome = 'retry' THEN b.retry_at ELSE h.run_at END,
                 attempt = CASE WHEN b.outcome = 'release' THEN greatest(h.attempt - 1, 0) ELSE h.attempt END,
                 last_error = CASE WHEN b.outcome = 'retry' THEN b.err ELSE h.last_error END
-            FROM unnest(partition_ids, ordering_ids, task_ids, claimed_ats, outcomes, retry_delays, errors)
-                 AS b(p, o, id, ca, outcome, retry_delay, err)
+            FROM unnest(partition_ids, ordering_ids, task_ids, claimed_ats, outcomes, retry_ats, errors)
+                 AS b(p, o, id, ca, outcome, retry_at, err)
             WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
               AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND b.outcome IN ('retry', 'release')
+              /*citus AND h.partition_id = v_one*/
             RETURNING h.partition_id, h.ordering_id, h.id
         )
         SELECT array_agg(k.partition_id), array_agg(k.ordering_id), array_agg(k.id)

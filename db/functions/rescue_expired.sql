@@ -18,6 +18,10 @@ DECLARE
     cands  text[] := p_nodes;
     lost_p integer[];
     lost_o text[];
+    back_p integer[];
+    back_o text[];
+    q      record;
+    t_now  timestamptz := now();
     n integer;
 BEGIN
     IF cands IS NULL AND NOT p_orphans THEN
@@ -39,16 +43,25 @@ BEGIN
 
     PERFORM pgsched.lock_heads(lost_p, lost_o);
 
-    WITH back AS (
-        UPDATE pgsched.heads h
-        SET running = false, last_error = format('node %s (epoch %s) lost its lease while running this task', h.node_id, h.epoch),
-            node_id = NULL, epoch = NULL, claimed_at = NULL, chain = 0
-        FROM unnest(lost_p, lost_o) AS b(p, o)
-        WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.running
-          AND NOT EXISTS (SELECT 1 FROM pgsched.nodes x WHERE x.node_id = h.node_id AND x.epoch = h.epoch AND x.lease_expires_at >= now())
-        RETURNING h.partition_id, h.ordering_id
-    )
-    SELECT array_agg(back.partition_id), array_agg(back.ordering_id) INTO lost_p, lost_o FROM back;
+    -- Partition by partition (rare work; on Citus each statement is then
+    -- routed to the worker holding the partition).
+    back_p := '{}';
+    back_o := '{}';
+    FOR q IN SELECT x.p, array_agg(x.o) AS o FROM unnest(lost_p, lost_o) AS x(p, o) GROUP BY x.p ORDER BY x.p LOOP
+        WITH back AS (
+            UPDATE pgsched.heads h
+            SET running = false, last_error = format('node %s (epoch %s) lost its lease while running this task', h.node_id, h.epoch),
+                node_id = NULL, epoch = NULL, claimed_at = NULL, chain = 0
+            FROM unnest(q.o) AS b(o)
+            WHERE h.partition_id = q.p AND h.ordering_id = b.o AND h.running
+              AND NOT EXISTS (SELECT 1 FROM pgsched.nodes x WHERE x.node_id = h.node_id AND x.epoch = h.epoch AND x.lease_expires_at >= t_now)
+            RETURNING h.partition_id, h.ordering_id
+        )
+        SELECT back_p || coalesce(array_agg(back.partition_id), '{}'), back_o || coalesce(array_agg(back.ordering_id), '{}')
+        INTO back_p, back_o FROM back;
+    END LOOP;
+    lost_p := nullif(back_p, '{}');
+    lost_o := nullif(back_o, '{}');
     n := coalesce(cardinality(lost_p), 0);
     IF n = 0 THEN
         RETURN 0;

@@ -37,6 +37,9 @@ DECLARE
     done integer[];
     settle_p integer[];
     settle_o text[];
+    /*citus v_one integer;
+    q     record;
+    sub   text[]; */
 BEGIN
     SELECT * INTO STRICT s FROM pgsched.settings;
     IF coalesce(cardinality(scheduled_ats), 0) <> n
@@ -87,6 +90,29 @@ BEGIN
     SELECT array_agg(pgsched.partition_of(u.o, s.partition_count) ORDER BY u.i) INTO parts
     FROM unnest(ordering_ids) WITH ORDINALITY AS u(o, i);
 
+    /*citus -- Citus: each statement below names one partition, so Citus routes
+    -- it to the worker holding it. A batch spanning partitions runs as one
+    -- call per partition, in partition order (keys stay locked in key
+    -- order), in this transaction; results go back to their positions.
+    IF (SELECT count(DISTINCT x.p) FROM unnest(parts) AS x(p)) > 1 THEN
+        results := array_fill(NULL::text, ARRAY[n]);
+        FOR q IN SELECT x.p, array_agg(x.i ORDER BY x.i) AS pos FROM unnest(parts) WITH ORDINALITY AS x(p, i) GROUP BY x.p ORDER BY x.p LOOP
+            sub := pgsched.schedule_many(
+                ARRAY(SELECT ordering_ids[j] FROM unnest(q.pos) AS j),
+                ARRAY(SELECT scheduled_ats[j] FROM unnest(q.pos) AS j),
+                CASE WHEN uniqueness_keys IS NOT NULL THEN ARRAY(SELECT uniqueness_keys[j] FROM unnest(q.pos) AS j) END,
+                CASE WHEN payloads IS NOT NULL THEN ARRAY(SELECT payloads[j] FROM unnest(q.pos) AS j) END,
+                CASE WHEN kinds IS NOT NULL THEN ARRAY(SELECT kinds[j] FROM unnest(q.pos) AS j) END,
+                new_keys);
+            FOR k IN 1 .. cardinality(q.pos) LOOP
+                results[q.pos[k]] := sub[k];
+            END LOOP;
+        END LOOP;
+        RETURN results;
+    END IF;
+    v_one := parts[1];
+    */
+
     -- Lock every ordering_id's head in key order (no deadlock with other
     -- batches and finishers), writing the batch's earliest task as the head
     -- where there is none; see docs/design.md, "schedule_many".
@@ -125,7 +151,7 @@ BEGIN
         -- forget their known successors first (see "Known successors").
         UPDATE pgsched.heads h SET next_tids = NULL, next_ids = NULL
         FROM (SELECT DISTINCT x.p, x.o COLLATE "C" AS o FROM unnest(parts, ordering_ids) AS x(p, o)) k
-        WHERE h.partition_id = k.p AND h.ordering_id = k.o AND h.next_tids IS NOT NULL;
+        WHERE h.partition_id = k.p AND h.ordering_id = k.o AND h.next_tids IS NOT NULL /*citus AND h.partition_id = v_one*/;
     END IF;
     IF NOT fresh_all AND fresh_ids IS NOT NULL THEN
         SELECT array_agg(f.i) INTO fresh FROM (
@@ -133,7 +159,7 @@ BEGIN
             FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) WITH ORDINALITY AS x(p, o, sa, uk, i)
             ORDER BY x.p, x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
         ) f
-        JOIN pgsched.heads h ON h.partition_id = f.p AND h.ordering_id = f.o
+        JOIN pgsched.heads h ON h.partition_id = f.p AND h.ordering_id = f.o /*citus AND h.partition_id = v_one*/
         JOIN unnest(fresh_ids) AS w(id) ON w.id = h.id;
     END IF;
 
@@ -151,6 +177,7 @@ BEGIN
             SELECT 1 FROM pgsched.completions c
             WHERE c.partition_id = u.p AND c.ordering_id = u.o AND c.scheduled_at = u.sa
               AND c.uniqueness_key = coalesce(u.uk, '') AND c.completed_at >= lo AND c.completed_at <= hi
+              /*citus AND c.partition_id = v_one*/
             LIMIT 1) c;
     END IF;
 
@@ -172,7 +199,7 @@ BEGIN
         USING unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) WITH ORDINALITY AS u(p, o, sa, uk, i)
         WHERE u.i IN (SELECT unnest(fresh)) AND u.i IN (SELECT unnest(done))
           AND h.partition_id = u.p AND h.ordering_id = u.o AND h.scheduled_at = u.sa
-          AND h.uniqueness_key = coalesce(u.uk, '') AND NOT h.running;
+          AND h.uniqueness_key = coalesce(u.uk, '') AND NOT h.running /*citus AND h.partition_id = v_one*/;
     END IF;
 
     -- Every other task of the batch: its key is an existing idle head
@@ -193,12 +220,12 @@ BEGIN
         SELECT c.*, h.ordering_id IS NOT NULL AS is_head, coalesce(h.running, false) AS head_running
         FROM cand c
         LEFT JOIN pgsched.heads h ON h.partition_id = c.p AND h.ordering_id = c.o
-                                 AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk
+                                 AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk /*citus AND h.partition_id = v_one*/
         WHERE NOT c.fresh
     ), hu AS (
         UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, revision = h.revision + 1, paused = false
         FROM rest r
-        WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o
+        WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o /*citus AND h.partition_id = v_one*/
         RETURNING h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key
     ), bl AS (
         INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)

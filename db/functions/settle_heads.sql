@@ -13,7 +13,21 @@ SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET enable_material = off
 AS $$
-BEGIN
+/*citus DECLARE
+    v_one integer;
+    q     record;
+*/BEGIN
+    /*citus -- Citus: one partition per call (each statement names it, so
+    -- Citus routes it to the worker holding it); a call spanning several
+    -- runs once per partition, in partition order.
+    IF (SELECT count(DISTINCT x.p) FROM unnest(partition_ids) AS x(p)) > 1 THEN
+        FOR q IN SELECT x.p, array_agg(x.o) AS o FROM unnest(partition_ids, ordering_ids) AS x(p, o) GROUP BY x.p ORDER BY x.p LOOP
+            PERFORM pgsched.settle_heads(array_fill(q.p, ARRAY[cardinality(q.o)]), q.o);
+        END LOOP;
+        RETURN;
+    END IF;
+    v_one := partition_ids[1];
+    */
     WITH k AS (
         SELECT DISTINCT a.p, a.o FROM unnest(partition_ids, ordering_ids) AS a(p, o)
     ), st AS (
@@ -27,36 +41,36 @@ BEGIN
         FROM k
         LEFT JOIN LATERAL (
             SELECT b.* FROM pgsched.backlog b
-            WHERE b.partition_id = k.p AND b.ordering_id = k.o
+            WHERE b.partition_id = k.p AND b.ordering_id = k.o /*citus AND b.partition_id = v_one*/
               AND b.scheduled_at = (SELECT b2.scheduled_at FROM pgsched.backlog b2
-                                    WHERE b2.partition_id = k.p AND b2.ordering_id = k.o
+                                    WHERE b2.partition_id = k.p AND b2.ordering_id = k.o /*citus AND b2.partition_id = v_one*/
                                     ORDER BY b2.scheduled_at LIMIT 1)
             ORDER BY b.id LIMIT 1
         ) b ON true
-        LEFT JOIN pgsched.heads h ON h.partition_id = k.p AND h.ordering_id = k.o
+        LEFT JOIN pgsched.heads h ON h.partition_id = k.p AND h.ordering_id = k.o /*citus AND h.partition_id = v_one*/
     ), popped AS (
         DELETE FROM pgsched.backlog b USING st
-        WHERE st.swap AND b.partition_id = st.p AND b.ordering_id = st.o
+        WHERE st.swap AND b.partition_id = st.p AND b.ordering_id = st.o /*citus AND b.partition_id = v_one*/
           AND b.scheduled_at = st.scheduled_at AND b.uniqueness_key = st.uniqueness_key
     ), demoted AS (
         INSERT INTO pgsched.backlog (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                      run_at, attempt, revision, last_error, created_at)
         SELECT h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.id, h.kind, h.payload,
                h.run_at, h.attempt, h.revision, h.last_error, h.created_at
-        FROM st JOIN pgsched.heads h ON h.partition_id = st.p AND h.ordering_id = st.o
+        FROM st JOIN pgsched.heads h ON h.partition_id = st.p AND h.ordering_id = st.o /*citus AND h.partition_id = v_one*/
         WHERE st.swap AND st.has_head
     ), flagged AS (
         UPDATE pgsched.heads h SET backlog = st.has_next, next_tids = NULL, next_ids = NULL
         FROM st
         WHERE NOT st.swap AND st.has_head AND st.flag <> st.has_next
-          AND h.partition_id = st.p AND h.ordering_id = st.o
+          AND h.partition_id = st.p AND h.ordering_id = st.o /*citus AND h.partition_id = v_one*/
     )
     INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                     run_at, attempt, revision, last_error, created_at, backlog)
     SELECT st.p, st.o, st.scheduled_at, st.uniqueness_key, st.id, st.kind, st.payload,
            st.run_at, st.attempt, st.revision, st.last_error, st.created_at,
            st.has_head OR EXISTS (SELECT 1 FROM pgsched.backlog b
-                                  WHERE b.partition_id = st.p AND b.ordering_id = st.o
+                                  WHERE b.partition_id = st.p AND b.ordering_id = st.o /*citus AND b.partition_id = v_one*/
                                     AND (b.scheduled_at, b.uniqueness_key) <> (st.scheduled_at, st.uniqueness_key))
     FROM st WHERE st.swap
     ON CONFLICT (partition_id, ordering_id) DO UPDATE

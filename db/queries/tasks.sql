@@ -69,19 +69,10 @@ WHERE h.node_id = sqlc.arg(node_id)::text AND h.epoch = sqlc.arg(epoch)::bigint;
 -- name: TaskRescueExpired :one
 SELECT pgsched.rescue_expired(sqlc.narg(nodes)::text[], sqlc.arg(orphans)::boolean)::integer AS rescued;
 
--- QueueNextDue returns, for each given partition that has an idle queue,
--- how many seconds until its earliest one is due (negative: overdue), on the
--- database's clock. One index probe per partition (heads_due: its predicate
--- is in the WHERE clause; paused heads never wake a node).
+-- QueueNextDue: see db/functions/queue_next_due.sql.
 -- name: QueueNextDue :many
-SELECT n.partition_id::integer AS partition_id, extract(epoch FROM n.next_at - now())::float8 AS due_in
-FROM (
-    SELECT p.partition_id,
-           (SELECT min(h.run_at) FROM pgsched.heads h
-            WHERE h.partition_id = p.partition_id AND h.chain = 0 AND NOT h.paused AND NOT h.running) AS next_at
-    FROM unnest(sqlc.arg(partition_ids)::integer[]) AS p(partition_id)
-) n
-WHERE n.next_at IS NOT NULL;
+SELECT q.partition_id::integer AS partition_id, q.due_in::float8 AS due_in
+FROM pgsched.queue_next_due(sqlc.arg(partition_ids)::integer[]) q;
 
 -- name: SettingsGet :one
 SELECT partition_count, extract(epoch FROM grace)::float8 AS grace_seconds, extract(epoch FROM completion_retention)::float8 AS retention_seconds,

@@ -127,14 +127,8 @@ func (q *Queries) PauseSweep(ctx context.Context, db DBTX) (int32, error) {
 }
 
 const queueNextDue = `-- name: QueueNextDue :many
-SELECT n.partition_id::integer AS partition_id, extract(epoch FROM n.next_at - now())::float8 AS due_in
-FROM (
-    SELECT p.partition_id,
-           (SELECT min(h.run_at) FROM pgsched.heads h
-            WHERE h.partition_id = p.partition_id AND h.chain = 0 AND NOT h.paused AND NOT h.running) AS next_at
-    FROM unnest($1::integer[]) AS p(partition_id)
-) n
-WHERE n.next_at IS NOT NULL
+SELECT q.partition_id::integer AS partition_id, q.due_in::float8 AS due_in
+FROM pgsched.queue_next_due($1::integer[]) q
 `
 
 type QueueNextDueRow struct {
@@ -142,10 +136,7 @@ type QueueNextDueRow struct {
 	DueIn       float64
 }
 
-// QueueNextDue returns, for each given partition that has an idle queue,
-// how many seconds until its earliest one is due (negative: overdue), on the
-// database's clock. One index probe per partition (heads_due: its predicate
-// is in the WHERE clause; paused heads never wake a node).
+// QueueNextDue: see db/functions/queue_next_due.sql.
 func (q *Queries) QueueNextDue(ctx context.Context, db DBTX, partitionIds []int32) ([]QueueNextDueRow, error) {
 	rows, err := db.Query(ctx, queueNextDue, partitionIds)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -36,6 +37,30 @@ import (
 // dropped after. Views are dropped and created again, in an order their
 // dependencies allow.
 
+// On a schema distributed over Citus (migrate -citus) the functions are
+// built for Citus from the same files: a comment /*citus ...*/ becomes its
+// text (the filters that name one partition in each statement, so Citus
+// routes it to the worker holding it, and the branch that splits a call
+// spanning partitions), and a line ending in "-- not on citus" goes. On
+// one PostgreSQL the comments are only comments: the single-node
+// functions run as written.
+var citusComment = regexp.MustCompile(`(?s)/\*citus (.*?)\*/`)
+
+const notOnCitus = "-- not on citus"
+
+// forCitus is a file's SQL as Citus runs it.
+func forCitus(sql string) string {
+	sql = citusComment.ReplaceAllString(sql, "$1")
+	lines := strings.Split(sql, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if !strings.HasSuffix(strings.TrimRight(l, " \t"), notOnCitus) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
 // object is one file of db/functions or db/views, rewritten for a schema.
 type object struct {
 	name string // the function's or view's name: the file's base name
@@ -43,9 +68,9 @@ type object struct {
 	sql  string
 }
 
-// objects reads the embedded functions and views, rewritten for schema,
-// functions first, each group in name order.
-func objects(schema string) ([]object, error) {
+// objects reads the embedded functions and views, rewritten for schema
+// (and for Citus), functions first, each group in name order.
+func objects(schema string, citus bool) ([]object, error) {
 	var out []object
 	for _, dir := range []string{"functions", "views"} {
 		names, err := fs.Glob(db.Objects, dir+"/*.sql")
@@ -64,10 +89,14 @@ func objects(schema string) ([]object, error) {
 			if i := strings.IndexByte(name, '_'); dir == "views" && i > 0 && strings.Trim(name[:i], "0123456789") == "" {
 				name = name[i+1:]
 			}
+			text := string(b)
+			if citus {
+				text = forCitus(text)
+			}
 			out = append(out, object{
 				name: name,
 				view: dir == "views",
-				sql:  sqlschema.Rewrite(string(b), schema),
+				sql:  sqlschema.Rewrite(text, schema),
 			})
 		}
 	}
@@ -82,9 +111,29 @@ func checksum(objs []object) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// distributed reports whether the functions are to be built for Citus:
+// asked to distribute (Options.Citus), or the schema's heads is
+// distributed already.
+func (m *Migrator) distributed(ctx context.Context) (bool, error) {
+	if m.opts.Citus {
+		return true, nil
+	}
+	var citus bool
+	if err := m.db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus')").Scan(&citus); err != nil || !citus {
+		return false, err
+	}
+	err := m.db.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = to_regclass($1))",
+		m.opts.Schema+".heads").Scan(&citus)
+	return citus, err
+}
+
 // applyObjects brings the schema's functions and views up to the files.
 func (m *Migrator) applyObjects(ctx context.Context) (changed bool, err error) {
-	objs, err := objects(m.opts.Schema)
+	citus, err := m.distributed(ctx)
+	if err != nil {
+		return false, err
+	}
+	objs, err := objects(m.opts.Schema, citus)
 	if err != nil {
 		return false, fmt.Errorf("reading the embedded functions and views: %w", err)
 	}
