@@ -2,7 +2,14 @@
 -- no dead task with that id.
 CREATE OR REPLACE FUNCTION pgsched.delete_dead(id bigint)
 RETURNS integer
-LANGUAGE sql AS $$
-    WITH gone AS (DELETE FROM pgsched.dead_tasks d WHERE d.id = delete_dead.id RETURNING 1)
-    SELECT count(*)::integer FROM gone
+LANGUAGE plpgsql AS $$
+DECLARE
+    n integer;
+BEGIN
+    -- PL/pgSQL rather than SQL: Citus plans no statement of an SQL
+    -- function that uses its parameters.
+    DELETE FROM pgsched.dead_tasks d WHERE d.id = delete_dead.id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    RETURN n;
+END
 $$;

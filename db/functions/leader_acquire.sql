@@ -35,10 +35,12 @@ BEGIN
     IF l.lease_expires_at <= t_now OR NOT EXISTS (
         SELECT 1 FROM pgsched.nodes n
         WHERE n.node_id = l.node_id AND n.epoch = l.epoch AND n.lease_expires_at > t_now AND NOT n.leaving) THEN
+        -- The next term apart: Citus refuses a volatile function in an
+        -- UPDATE (the leader row is a reference table there).
+        t := nextval('pgsched.leader_term_seq');
         UPDATE pgsched.leader x
-        SET node_id = p_node_id, epoch = p_epoch, term = nextval('pgsched.leader_term_seq'),
-            elected_at = t_now, renewed_at = t_now, lease_expires_at = expires
-        RETURNING x.term INTO t;
+        SET node_id = p_node_id, epoch = p_epoch, term = t,
+            elected_at = t_now, renewed_at = t_now, lease_expires_at = expires;
         PERFORM pg_notify('pgsched.assign', '');
         RETURN t;
     END IF;

@@ -50,7 +50,9 @@ BEGIN
     FOR q IN SELECT x.p, array_agg(x.o) AS o FROM unnest(lost_p, lost_o) AS x(p, o) GROUP BY x.p ORDER BY x.p LOOP
         WITH back AS (
             UPDATE pgsched.heads h
-            SET running = false, last_error = format('node %s (epoch %s) lost its lease while running this task', h.node_id, h.epoch),
+            -- Concatenated, not format(): Citus refuses a STABLE function
+            -- over a column in an UPDATE.
+            SET running = false, last_error = 'node ' || h.node_id || ' (epoch ' || h.epoch::text || ') lost its lease while running this task',
                 node_id = NULL, epoch = NULL, claimed_at = NULL, chain = 0
             FROM unnest(q.o) AS b(o)
             WHERE h.partition_id = q.p AND h.ordering_id = b.o AND h.running

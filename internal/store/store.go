@@ -80,8 +80,10 @@ func translate(err error) error {
 			sentinel = ErrConflict
 		case "23505":
 			// Only schedule_many with new_keys inserts heads without
-			// ON CONFLICT.
-			if strings.HasPrefix(pgErr.ConstraintName, "heads") {
+			// ON CONFLICT. Citus passes a worker's error on without the
+			// constraint's name (which has the shard's number appended).
+			if strings.HasPrefix(pgErr.ConstraintName, "heads") ||
+				(pgErr.ConstraintName == "" && strings.Contains(pgErr.Message, `constraint "heads`)) {
 				sentinel = ErrHasHead
 			}
 		}
