@@ -11,9 +11,9 @@
 --                     sequences, every function (completion partitions are
 --                     created and dropped by ensure_completion_partitions,
 --                     SECURITY DEFINER, so it need not own the schema).
---   <schema>_read     SELECT on the views (and partition_of and
---                     citus_partitions, which views call with their
---                     reader's rights).
+--   <schema>_read     SELECT on the views (and partition_of,
+--                     citus_partitions and recurring_ticks, which views
+--                     call with their reader's rights).
 --
 -- The migrator calls it after every change to the SQL objects, since a
 -- function dropped and created anew, a new table or a new view starts with
@@ -57,9 +57,10 @@ BEGIN
         EXECUTE format('GRANT SELECT ON %I.%I TO %I', s, r, rd);
     END LOOP;
     -- A view's functions run with its reader's rights; partition_of only
-    -- computes, citus_partitions only reads (citus_placement).
+    -- computes, citus_partitions and recurring_ticks only read
+    -- (citus_placement, and recurring on Citus).
     FOR r IN SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-             WHERE n.nspname = s AND p.proname IN ('partition_of', 'citus_partitions')
+             WHERE n.nspname = s AND p.proname IN ('partition_of', 'citus_partitions', 'recurring_ticks')
     LOOP
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', r, rd);
     END LOOP;

@@ -1,5 +1,6 @@
 -- recurring: every recurring schedule, its next tick (the earliest pending,
 -- else the next the leader will create) and how its last tick ended.
+-- not on citus: begin
 CREATE OR REPLACE VIEW pgsched.recurring AS
 SELECT r.name, r.spec, r.time_zone, r.kind, r.missed, r.paused,
        coalesce(nx.at, CASE WHEN NOT r.paused THEN r.next_tick END) AS next_run_at,
@@ -27,3 +28,15 @@ LEFT JOIN LATERAL (
          ORDER BY d.died_at DESC LIMIT 1)
     ) x ORDER BY x.at DESC LIMIT 1
 ) last ON true;
+-- not on citus: end
+/*citus -- Citus plans no lateral join from a reference table into the task
+-- tables: a function looks each schedule's ticks up, one routed probe per
+-- table.
+CREATE OR REPLACE VIEW pgsched.recurring AS
+SELECT r.name, r.spec, r.time_zone, r.kind, r.missed, r.paused,
+       coalesce(t.next_at, CASE WHEN NOT r.paused THEN r.next_tick END) AS next_run_at,
+       t.last_at AS last_run_at, t.last_result,
+       r.payload, r.created_at, r.updated_at
+FROM pgsched.recurring_schedules r
+CROSS JOIN LATERAL pgsched.recurring_ticks(r.name) t;
+*/

@@ -41,20 +41,33 @@ import (
 // built for Citus from the same files: a comment /*citus ...*/ becomes its
 // text (the filters that name one partition in each statement, so Citus
 // routes it to the worker holding it, and the branch that splits a call
-// spanning partitions), and a line ending in "-- not on citus" goes. On
-// one PostgreSQL the comments are only comments: the single-node
+// spanning partitions), and a line ending in "-- not on citus" goes, as
+// do the lines from "-- not on citus: begin" to "-- not on citus: end".
+// On one PostgreSQL the comments are only comments: the single-node
 // functions run as written.
 var citusComment = regexp.MustCompile(`(?s)/\*citus (.*?)\*/`)
 
-const notOnCitus = "-- not on citus"
+const (
+	notOnCitus      = "-- not on citus"
+	notOnCitusBegin = "-- not on citus: begin"
+	notOnCitusEnd   = "-- not on citus: end"
+)
 
 // forCitus is a file's SQL as Citus runs it.
 func forCitus(sql string) string {
 	sql = citusComment.ReplaceAllString(sql, "$1")
 	lines := strings.Split(sql, "\n")
 	out := lines[:0]
+	skipping := false
 	for _, l := range lines {
-		if !strings.HasSuffix(strings.TrimRight(l, " \t"), notOnCitus) {
+		t := strings.TrimSpace(l)
+		switch {
+		case t == notOnCitusBegin:
+			skipping = true
+		case t == notOnCitusEnd:
+			skipping = false
+		case skipping, strings.HasSuffix(t, notOnCitus):
+		default:
 			out = append(out, l)
 		}
 	}
