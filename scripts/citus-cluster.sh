@@ -8,12 +8,15 @@
 #   scripts/citus-cluster.sh stop    # stops the servers and removes their data
 #
 # CITUS_DIR (default /tmp/pgsched-citus) holds the data; CITUS_PORT (default
-# 55480) is the coordinator's port, the workers take the next two. Not for
+# 29480) is the coordinator's port, the workers take the next two. The
+# default is below Linux's ephemeral range (32768-60999): a port in it can
+# be taken at any moment by some client connection's local end, and a
+# server then fails to start with "Address already in use". Not for
 # production: trust authentication, no durability settings, one machine.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${CITUS_DIR:-/tmp/pgsched-citus}"
-port="${CITUS_PORT:-55480}"
+port="${CITUS_PORT:-29480}"
 ports=("$port" "$((port + 1))" "$((port + 2))")
 names=(coordinator worker1 worker2)
 pgbin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
