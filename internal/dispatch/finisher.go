@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -322,17 +323,28 @@ func (f *finisher) writeGroup(ctx context.Context, epoch int64, items []finishIt
 
 // refusal reports whether err is PostgreSQL refusing a statement for the
 // data it was given (SQLSTATE class 22 or 23), and its code.
+//
+// Citus reports a worker's integrity violation inside a distributed
+// transaction as an internal error (XX000) that carries the worker's
+// message; such a message counts as the refusal it describes, so one
+// refused outcome cannot stall a node there either.
 func refusal(err error) (string, bool) {
 	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
+	if !errors.As(err, &pgErr) || len(pgErr.Code) < 2 {
 		return "", false
 	}
-	switch pgErr.Code[:2] {
-	case "22", "23":
+	switch {
+	case pgErr.Code[:2] == "22", pgErr.Code[:2] == "23":
+		return pgErr.Code, true
+	case pgErr.Code == "XX000" && relayedRefusal.MatchString(pgErr.Message):
 		return pgErr.Code, true
 	}
 	return "", false
 }
+
+// relayedRefusal matches the messages of integrity violations (class 23)
+// as PostgreSQL words them.
+var relayedRefusal = regexp.MustCompile(`violates (check|unique|foreign key|not-null|exclusion) constraint|null value in column`)
 
 // finish writes the outcomes of one term in one statement and settles
 // them: successors handed over start, hooks are told, fenced outcomes
