@@ -51,9 +51,14 @@ func (r *Recorder) Started(lateness time.Duration) {
 	lateness = max(lateness, 0)
 	r.started.Add(1)
 	r.latenessSum.Add(int64(lateness))
+	raise(&r.latenessMax, int64(lateness))
+}
+
+// raise sets v to n if n is larger.
+func raise(v *atomic.Int64, n int64) {
 	for {
-		old := r.latenessMax.Load()
-		if int64(lateness) <= old || r.latenessMax.CompareAndSwap(old, int64(lateness)) {
+		old := v.Load()
+		if n <= old || v.CompareAndSwap(old, n) {
 			return
 		}
 	}
@@ -74,13 +79,7 @@ func (r *Recorder) giveBack(s store.Stats) {
 	r.dead.Add(s.Dead)
 	r.started.Add(s.Started)
 	r.latenessSum.Add(int64(s.LatenessSum * float64(time.Second)))
-	worst := int64(s.LatenessMax * float64(time.Second))
-	for {
-		old := r.latenessMax.Load()
-		if worst <= old || r.latenessMax.CompareAndSwap(old, worst) {
-			return
-		}
-	}
+	raise(&r.latenessMax, int64(s.LatenessMax*float64(time.Second)))
 }
 
 // Flush adds what was recorded since the last flush to node's row for the

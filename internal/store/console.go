@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
-
 	"github.com/pgsched/pgsched/internal/dbgen"
 )
 
@@ -45,7 +43,7 @@ func (s *Store) ConsoleLateness(ctx context.Context, db DBTX) (float64, error) {
 // ConsoleDead lists the newest dead tasks, of kind when given.
 func (s *Store) ConsoleDead(ctx context.Context, db DBTX, kind string, max int) ([]ConsoleDead, error) {
 	rows, err := s.q.ConsoleDead(ctx, s.db(db), dbgen.ConsoleDeadParams{
-		Kind: pgtype.Text{String: kind, Valid: kind != ""}, MaxRows: int32(max)})
+		Kind: text(kind), MaxRows: int32(max)})
 	return rows, translate(err)
 }
 
@@ -69,34 +67,30 @@ func (s *Store) ConsoleTaskKey(ctx context.Context, db DBTX, k Key) ([]ConsoleKe
 }
 
 // ConsoleTasks lists up to max pending and running tasks for the console:
-// an ordering_id's in run order, running ones oldest claim first, or the
-// first in key order, of kind and state when given.
+// an ordering_id's in run order (of kind and state when given), running
+// ones oldest claim first, or the first in key order, of kind and state
+// when given.
 func (s *Store) ConsoleTasks(ctx context.Context, db DBTX, orderingID, kind, state string, max int) ([]Listed, error) {
-	text := func(v string) pgtype.Text { return pgtype.Text{String: v, Valid: v != ""} }
 	var out []Listed
-	add := func(id int64, o string, at time.Time, u, k string, payload []byte, st string, runAt time.Time, attempt int32, lastErr, node string) {
-		if (kind == "" || k == kind) && (state == "" || st == state) {
-			out = append(out, Listed{ID: id, OrderingID: o, ScheduledAt: at, UniquenessKey: u, Kind: k, Payload: payload,
-				State: st, RunAt: runAt, Attempt: int(attempt), LastError: lastErr, NodeID: node})
-		}
-	}
 	switch {
 	case orderingID != "":
 		rows, err := s.q.ConsoleTasksOfOrdering(ctx, s.db(db), dbgen.ConsoleTasksOfOrderingParams{OrderingID: orderingID, MaxRows: int32(max)})
 		for _, r := range rows {
-			add(r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind, r.Payload, r.State, r.RunAt, r.Attempt, r.LastError, r.NodeID)
+			if (kind == "" || r.Kind == kind) && (state == "" || r.State == state) {
+				out = append(out, listed(dbgen.TaskListRow(r)))
+			}
 		}
 		return out, translate(err)
 	case state == "running":
 		rows, err := s.q.ConsoleTasksRunning(ctx, s.db(db), dbgen.ConsoleTasksRunningParams{Kind: text(kind), MaxRows: int32(max)})
 		for _, r := range rows {
-			add(r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind, r.Payload, r.State, r.RunAt, r.Attempt, r.LastError, r.NodeID)
+			out = append(out, listed(dbgen.TaskListRow(r)))
 		}
 		return out, translate(err)
 	default:
 		rows, err := s.q.ConsoleTasks(ctx, s.db(db), dbgen.ConsoleTasksParams{Kind: text(kind), State: text(state), MaxRows: int32(max)})
 		for _, r := range rows {
-			add(r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind, r.Payload, r.State, r.RunAt, r.Attempt, r.LastError, r.NodeID)
+			out = append(out, listed(dbgen.TaskListRow(r)))
 		}
 		return out, translate(err)
 	}

@@ -19,8 +19,8 @@ type DeadFilter struct {
 }
 
 func (f DeadFilter) args() (kind, orderingID pgtype.Text, after, before *time.Time) {
-	kind = pgtype.Text{String: f.Kind, Valid: f.Kind != ""}
-	orderingID = pgtype.Text{String: f.OrderingID, Valid: f.OrderingID != ""}
+	kind = text(f.Kind)
+	orderingID = text(f.OrderingID)
 	if !f.DiedAfter.IsZero() {
 		after = &f.DiedAfter
 	}

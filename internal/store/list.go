@@ -43,7 +43,6 @@ type Listed struct {
 
 // ListTasks returns the tasks f selects in key order.
 func (s *Store) ListTasks(ctx context.Context, db DBTX, f TaskFilter) ([]Listed, error) {
-	text := func(v string) pgtype.Text { return pgtype.Text{String: v, Valid: v != ""} }
 	p := dbgen.TaskListParams{
 		Kind: text(f.Kind), OrderingID: text(f.OrderingID), State: text(f.State),
 		AfterOrderingID: f.After.OrderingID, AfterScheduledAt: f.After.ScheduledAt, AfterUniquenessKey: f.After.UniquenessKey,
@@ -58,11 +57,20 @@ func (s *Store) ListTasks(ctx context.Context, db DBTX, f TaskFilter) ([]Listed,
 	}
 	out := make([]Listed, len(rows))
 	for i, r := range rows {
-		out[i] = Listed{
-			ID: r.ID, OrderingID: r.OrderingID, ScheduledAt: r.ScheduledAt, UniquenessKey: r.UniquenessKey,
-			Kind: r.Kind, Payload: r.Payload, State: r.State, RunAt: r.RunAt, Attempt: int(r.Attempt),
-			LastError: r.LastError, NodeID: r.NodeID,
-		}
+		out[i] = listed(r)
 	}
 	return out, nil
 }
+
+// listed is a row of the tasks view as the API lists it. The console's
+// lists select the same columns, so their rows convert to TaskListRow.
+func listed(r dbgen.TaskListRow) Listed {
+	return Listed{
+		ID: r.ID, OrderingID: r.OrderingID, ScheduledAt: r.ScheduledAt, UniquenessKey: r.UniquenessKey,
+		Kind: r.Kind, Payload: r.Payload, State: r.State, RunAt: r.RunAt, Attempt: int(r.Attempt),
+		LastError: r.LastError, NodeID: r.NodeID,
+	}
+}
+
+// text is an optional filter: NULL when empty.
+func text(v string) pgtype.Text { return pgtype.Text{String: v, Valid: v != ""} }
