@@ -512,10 +512,17 @@ func TestCancelAndRescheduleWaitOutAFinish(t *testing.T) {
 					done <- b.client.Reschedule(ctx, keys[2], later)
 				}
 			}()
-			require.Eventually(t, func() bool { // the call waits for the deleted head's lock
+			// The call waits for the deleted head's lock: on Citus the
+			// routed statement waits on a worker, and citus_lock_waits
+			// names the coordinator's statement it serves.
+			waits := `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+				WHERE wait_event_type = 'Lock' AND query LIKE '%'||$1||'%')`
+			if pgtest.Citus() {
+				waits = `SELECT EXISTS (SELECT 1 FROM citus_lock_waits WHERE blocked_statement LIKE '%'||$1||'%')`
+			}
+			require.Eventually(t, func() bool {
 				var waiting bool
-				err := b.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
-					WHERE wait_event_type = 'Lock' AND query LIKE '%'||$1||'%')`, b.db.Schema+"."+op).Scan(&waiting)
+				err := b.db.Pool.QueryRow(ctx, waits, b.db.Schema+"."+op).Scan(&waiting)
 				return err == nil && waiting
 			}, 10*time.Second, 2*time.Millisecond)
 			require.NoError(t, tx.Commit(ctx))

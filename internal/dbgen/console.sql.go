@@ -186,17 +186,15 @@ func (q *Queries) ConsoleKinds(ctx context.Context, db DBTX) ([]ConsoleKindsRow,
 }
 
 const consoleLateness = `-- name: ConsoleLateness :one
-SELECT coalesce(extract(epoch FROM now() - min(d.run_at)), 0)::float8 AS lateness_seconds
-FROM pgsched.settings s, generate_series(0, s.partition_count - 1) AS p,
-     LATERAL (SELECT h.run_at FROM pgsched.heads h
-              WHERE h.partition_id = p AND h.chain = 0 AND NOT h.paused AND NOT h.running AND h.run_at <= now()
-              ORDER BY h.run_at LIMIT 1) d
+SELECT coalesce(greatest(-min(n.due_in), 0), 0)::float8 AS lateness_seconds
+FROM pgsched.queue_next_due((SELECT array_agg(p) FROM pgsched.settings s, generate_series(0, s.partition_count - 1) AS p)) n
 `
 
 // ConsoleLateness is how long the due head that has waited longest has
 // waited (the lateness view's first column), found with one probe of the
-// claim index per partition: counting the due heads, as the view does,
-// reads every one of them when millions are due.
+// claim index per partition (queue_next_due, which Citus routes partition
+// by partition): counting the due heads, as the view does, reads every one
+// of them when millions are due.
 func (q *Queries) ConsoleLateness(ctx context.Context, db DBTX) (float64, error) {
 	row := db.QueryRow(ctx, consoleLateness)
 	var lateness_seconds float64

@@ -39,6 +39,11 @@ type SchemaOptions struct {
 // test-citus-suite).
 const EnvCitus = "PGSCHED_TEST_CITUS"
 
+// Citus reports whether NewSchema distributes its schemas with Citus
+// (EnvCitus): tests that look into the server's own views, which differ
+// there, ask it.
+func Citus() bool { return os.Getenv(EnvCitus) == "1" }
+
 // NewSchema migrates a fresh schema for the calling test and drops it when
 // the test ends, so tests run in parallel without seeing each other's rows
 // or notifications.
@@ -58,7 +63,7 @@ func NewSchema(tb testing.TB, opts SchemaOptions) *DB {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := migrator.Up(ctx, base, migrator.Options{Schema: schema, Partitions: opts.Partitions, TablePartitions: opts.TablePartitions,
-		Citus: os.Getenv(EnvCitus) == "1"}); err != nil {
+		Citus: Citus()}); err != nil {
 		tb.Fatalf("pgtest: migrating schema %s: %v", schema, err)
 	}
 	tb.Cleanup(func() {
