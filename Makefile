@@ -1,13 +1,10 @@
-.PHONY: test test-citus test-citus-suite citus-up citus-down run bench generate check-generated chaos chaos-outage chaos-short image screenshots
+.PHONY: test test-citus citus-up citus-down run bench generate check-generated chaos chaos-outage chaos-short image screenshots
 
 test:            ## every test, against real PostgreSQL
 	./scripts/test.sh
 
-test-citus:      ## the Citus tests on a one-machine Citus cluster (coordinator + 2 workers) it starts and stops; Citus is built from ../shared/citus
+test-citus:      ## every test on a one-machine Citus cluster (coordinator + 2 workers) it starts and stops, each schema distributed; Citus is built from ../shared/citus
 	./scripts/test-citus.sh
-
-test-citus-suite: ## every test on that Citus cluster, each schema distributed: an inventory of what works on Citus (not in CI yet)
-	./scripts/test-citus.sh -suite
 
 citus-up:        ## start the one-machine Citus cluster and print its coordinator's URL (scripts/citus-cluster.sh)
 	./scripts/citus-cluster.sh start

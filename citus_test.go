@@ -17,6 +17,7 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/pgtest"
+	"github.com/pgsched/pgsched/internal/store"
 	"github.com/pgsched/pgsched/pgschedmigrate"
 )
 
@@ -274,6 +275,10 @@ func TestCitusDeliversInOrder(t *testing.T) {
 		t.Cleanup(func() { _ = w.Stop(context.Background()) })
 	}
 	const ids, per = 20, 15
+	// The rounds below may take longer than the default grace window on
+	// the one-machine cluster; the times stay those of the first.
+	_, err = pool.Exec(ctx, "SELECT "+schema+".configure(grace => '1 hour')")
+	require.NoError(t, err)
 	now := time.Now()
 	for round := range per {
 		var batch []pgsched.Task
@@ -308,4 +313,115 @@ func TestCitusDeliversInOrder(t *testing.T) {
 		}
 		require.Equal(t, want, r, "%s: each task once, in order", o)
 	}
+}
+
+// TestCitusHotPathIsRouted: on Citus no statement that schedules, claims
+// or finishes tasks touches more than one shard. The test drives those
+// paths as a worker does (enqueue in batches spanning every partition and
+// one at a time, wait for due partitions, claim, finish with completions,
+// retries, deaths and hand-overs of successors) on sessions with
+// citus.multi_task_query_log_level = error, so any statement Citus plans
+// over several shards fails the call that ran it. It then lists from
+// citus_stat_statements which task-table statements Citus ran whole on one
+// worker (a partition key recorded) and which it split into routed steps.
+func TestCitusHotPathIsRouted(t *testing.T) {
+	t.Parallel()
+	_, schema := citusSchema(t, 8)
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(os.Getenv(EnvCitusURL))
+	require.NoError(t, err)
+	cfg.ConnConfig.RuntimeParams["citus.multi_task_query_log_level"] = "error"
+	cfg.ConnConfig.RuntimeParams["pg_stat_statements.track"] = "all"
+	cfg.ConnConfig.RuntimeParams["citus.stat_statements_track"] = "all"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	// The check can fail: a statement over every partition is refused.
+	_, err = pool.Exec(ctx, "SELECT count(*) FROM "+schema+".heads")
+	require.ErrorContains(t, err, "multi-task query")
+
+	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: schema})
+	require.NoError(t, err)
+	st, err := store.New(schema)
+	require.NoError(t, err)
+	lease, err := st.NodeRegister(ctx, pool, "routed", time.Minute, "host", 1, false)
+	require.NoError(t, err)
+	all := []int32{0, 1, 2, 3, 4, 5, 6, 7}
+
+	const ids, per = 40, 5
+	now := time.Now()
+	for round := range per {
+		var batch []pgsched.Task
+		for i := range ids {
+			batch = append(batch, pgsched.Task{OrderingID: fmt.Sprintf("o-%d", i), ScheduledAt: now.Add(time.Duration(round) * time.Millisecond),
+				UniquenessKey: fmt.Sprint(round)})
+		}
+		_, err := client.ScheduleMany(ctx, batch)
+		require.NoError(t, err)
+	}
+	for i := range 10 {
+		_, err := client.Schedule(ctx, pgsched.Task{OrderingID: fmt.Sprintf("single-%d", i), ScheduledAt: now})
+		require.NoError(t, err)
+	}
+
+	// Claim and finish until nothing is left: u-key 1 is retried once,
+	// u-key 3 of every fifth ordering_id dies, the rest complete; each
+	// finish hands successors over, which are finished in turn.
+	retried := map[string]bool{}
+	outcome := func(c store.Claimed) store.Outcome {
+		o := store.Outcome{Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted}
+		key := c.OrderingID + "/" + c.UniquenessKey
+		switch {
+		case c.UniquenessKey == "1" && !retried[key]:
+			retried[key] = true
+			o.Outcome, o.Error = store.OutcomeRetry, "once more"
+		case c.UniquenessKey == "3" && len(c.OrderingID)%5 == 0:
+			o.Outcome, o.Error = store.OutcomeDead, "no"
+		}
+		return o
+	}
+	var finished, handedOver int
+	deadline := time.Now().Add(time.Minute)
+	for finished < ids*per+10+ids/5 { // retried tasks finish twice
+		require.True(t, time.Now().Before(deadline), "finished %d", finished)
+		_, err := st.NextDue(ctx, pool, all)
+		require.NoError(t, err)
+		claimed, err := st.Claim(ctx, pool, "routed", lease.Epoch, all, 100, 0)
+		require.NoError(t, err)
+		for len(claimed) > 0 {
+			outs := make([]store.Outcome, len(claimed))
+			for i, c := range claimed {
+				outs[i] = outcome(c)
+			}
+			res, err := st.Finish(ctx, pool, "routed", lease.Epoch, outs, store.Handover{Max: 100, Partitions: all, Limit: 1000})
+			require.NoError(t, err)
+			require.Len(t, res.Applied, len(outs))
+			finished += len(outs)
+			handedOver += len(res.HandedOver)
+			claimed = res.HandedOver
+		}
+	}
+	require.Positive(t, handedOver, "successors handed over")
+	// What Citus made of them.
+	type stmt struct {
+		Whole bool
+		Query string
+		Calls int64
+	}
+	rows, err := pool.Query(ctx, `SELECT partition_key IS NOT NULL, left(regexp_replace(query, '\s+', ' ', 'g'), 90), sum(calls)::bigint
+		FROM citus_stat_statements
+		WHERE query ~ ('(^|[^a-z_])' || $1 || '\.(heads|backlog|completions|dead_tasks)([^a-z_]|$)')
+		GROUP BY 1, 2 ORDER BY 1, 3 DESC`, schema)
+	require.NoError(t, err)
+	stmts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[stmt])
+	require.NoError(t, err)
+	var whole int
+	for _, s := range stmts {
+		if s.Whole {
+			whole++
+		}
+		t.Logf("routed %-5s %6d calls: %s", map[bool]string{true: "whole", false: "split"}[s.Whole], s.Calls, s.Query)
+	}
+	require.Positive(t, whole, "statements routed whole to one worker")
 }

@@ -139,7 +139,14 @@ func TestRecurringTicksOnce(t *testing.T) {
 	ctx := context.Background()
 	l := &tickLog{}
 	for i := range 3 {
-		recurringWorker(t, b, fmt.Sprint("rc-", i), l)
+		// Ticks are made up to twice the lease TTL ahead: 6 s here, so a
+		// slow round on a loaded server (Citus) still makes each tick
+		// before its time, which this test asserts.
+		cfg := fastConfig(b.db.Schema)
+		cfg.NodeID = fmt.Sprint("rc-", i)
+		cfg.LeaseTTL = 3 * time.Second
+		cfg.Handlers = map[string]pgsched.Handler{"*": l.handler(t)}
+		startWorker(t, b.db, cfg)
 	}
 	names := []string{"r0", "r1", "r2", "r3", "r4"}
 	for _, n := range names {
@@ -153,7 +160,15 @@ func TestRecurringTicksOnce(t *testing.T) {
 	for _, n := range names {
 		runs := l.of(n)
 		for i, r := range runs {
-			require.True(t, r.scheduled.Equal(r.tick), "%s: an on-time tick is scheduled at its time", n)
+			if i == 0 && r.scheduled.After(r.tick) {
+				// A new schedule ticks from the time of the round that
+				// reads it; its first tick, up to a second later, can
+				// pass before that round writes it (on a loaded server):
+				// it then runs at once, as a catch-up.
+				require.Less(t, r.scheduled.Sub(r.tick), 5*time.Second, "%s: a late first tick runs at once", n)
+				continue
+			}
+			require.True(t, r.scheduled.Equal(r.tick), "%s: an on-time tick is scheduled at its time: run %d, tick %s, scheduled %s", n, i, r.tick, r.scheduled)
 			require.Zero(t, r.tick.Nanosecond(), "@every 1s ticks on whole seconds")
 			if i > 0 {
 				require.Equal(t, time.Second, r.tick.Sub(runs[i-1].tick), "%s: ticks %s then %s: one missing or twice", n, runs[i-1].tick, r.tick)

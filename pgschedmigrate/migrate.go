@@ -43,7 +43,8 @@ type Config struct {
 	Partitions int
 	// TablePartitions is how many physical partitions the task tables are
 	// split into, fixed when the schema is created. Defaults to 2 (or
-	// Partitions, if fewer).
+	// Partitions, if fewer); with Citus to 1 (a shard holds one logical
+	// partition).
 	TablePartitions int
 	// Citus makes Up distribute the schema over a Citus cluster, run on its
 	// coordinator: task tables by partition, one shard per logical

@@ -21,6 +21,15 @@
 #    queues and pgbench claim100/insert100, the raw PostgreSQL ceiling;
 # 5. prints the combined table and stops the server.
 #
+# With the system citus (on by default when Citus is installed or
+# ../shared/citus can build it), each round also runs pgsched's headline
+# burn-downs on a one-machine Citus cluster (scripts/citus-cluster.sh:
+# coordinator and two workers, durable like the single server, port
+# BENCH_CITUS_PORT (29490), data BENCH_CITUS_DIR (/tmp/pgsched-bench-citus))
+# with every schema distributed (migrate -citus), printed beside the single
+# server's figures with their ratio per round. Three servers on one
+# machine measure Citus's overhead, not its scale-out: see docs/benchmarks.md.
+#
 # Sizes (environment; --quick sets small defaults for whatever is unset, for
 # a smoke run of a few minutes):
 #   BENCH_RUNS (3)               runs per figure
@@ -46,8 +55,9 @@
 #   BENCH_PGBENCH_T (20)         seconds per pgbench run
 #   BENCH_PGBENCH_CLIENTS (8)
 #   BENCH_PGBENCH_ROWS (4000000) rows prefilled for claim100
-#   BENCH_SYSTEMS (pgsched,river; plus graphile-worker,pgbench with
-#                 --anchors)     which systems to measure
+#   BENCH_SYSTEMS (pgsched,river, citus when available; plus
+#                 graphile-worker,pgbench with --anchors)  which systems to
+#                 measure
 #   BENCH_KEEP_PG=1              leave the server's data dir in place
 set -euo pipefail
 
@@ -70,7 +80,20 @@ if [ "$quick" = 1 ]; then
   : "${BENCH_CLAIM_PENDING:=1000,20000}" "${BENCH_CLAIM_DURATION:=3s}"
   : "${BENCH_PGBENCH_T:=2}" "${BENCH_PGBENCH_ROWS:=600000}"
 fi
+citus_available() {
+  local pgbin
+  pgbin="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)"
+  { [ -n "$pgbin" ] && [ -f "$("$pgbin/pg_config" --pkglibdir)/citus.so" ]; } ||
+    [ -x "${CITUS_INSTALL:-$here/../shared/citus/install.sh}" ]
+}
 systems="${BENCH_SYSTEMS:-pgsched,river}"
+if [ -z "${BENCH_SYSTEMS:-}" ]; then
+  if citus_available; then
+    systems="$systems,citus"
+  else
+    echo "bench.sh: no Citus here (not installed, no ../shared/citus): the Citus figures are left out" >&2
+  fi
+fi
 [ "$anchors" = 1 ] && [ -z "${BENCH_SYSTEMS:-}" ] && systems="$systems,graphile-worker,pgbench"
 want() { [[ ",$systems," == *",$1,"* ]]; }
 RUNS="${BENCH_RUNS:-3}"
@@ -104,8 +127,12 @@ pg_stop() {
   fi
 }
 tmp="$(mktemp -d /tmp/pgsched-bench.XXXXXX)"
+CITUS_PORT_B="${BENCH_CITUS_PORT:-29490}"
+CITUS_DIR_B="${BENCH_CITUS_DIR:-/tmp/pgsched-bench-citus}"
+citus_cluster() { CITUS_PORT="$CITUS_PORT_B" CITUS_DIR="$CITUS_DIR_B" CITUS_DURABLE=1 CITUS_SHARED_BUFFERS=512MB "$here/scripts/citus-cluster.sh" "$@"; }
 cleanup() {
   pg_stop
+  if want citus; then citus_cluster stop >/dev/null 2>&1 || true; fi
   [ "${BENCH_KEEP_PG:-0}" = 1 ] || rm -rf "$PGDATA_DIR"
   rm -rf "$tmp"
 }
@@ -164,6 +191,12 @@ row() {
     { v[NR] = $1 } END { if (NR == 0) exit; printf "%-44s %12.1f %12.1f %12.1f\n", l, v[int(NR / 2) + 1], v[1], v[NR] }' |
     tee -a "$rows" >&2
 }
+
+if want citus; then
+  citus_cluster stop >/dev/null 2>&1 || true
+  citus_url="$(citus_cluster start)"
+  echo "bench.sh: Citus cluster (coordinator + 2 workers, durable) at $citus_url" >&2
+fi
 
 # ---- pgsched ----
 echo "bench.sh: building" >&2
@@ -236,6 +269,7 @@ gw_label="gw burn-down $N, batched, jobs/s"
 headline=0
 { want pgsched && [ "${#pg_head[@]}" -gt 0 ]; } && headline=1
 { want river && [ "$river_burn" = 1 ]; } && headline=1
+{ want citus && [ "${#pg_head[@]}" -gt 0 ]; } && headline=1
 want graphile-worker && headline=1
 if [ "$headline" = 1 ]; then
   for r in $(seq "$RUNS"); do
@@ -243,6 +277,11 @@ if [ "$headline" = 1 ]; then
       echo "bench.sh: round $r/$RUNS: pgsched $(join "${pg_head[@]}")" >&2
       DATABASE_URL="$(dsn postgres)" "$tmp/pgsched-bench" "${args[@]}" -runs 1 -only "$(join "${pg_head[@]}")" |
         to_rounds "$r" || failed+=("pgsched round $r")
+    fi
+    if want citus && [ "${#pg_head[@]}" -gt 0 ]; then
+      echo "bench.sh: round $r/$RUNS: pgsched on Citus $(join "${pg_head[@]}")" >&2
+      DATABASE_URL="$citus_url" "$tmp/pgsched-bench" "${args[@]}" -runs 1 -citus -only "$(join "${pg_head[@]}")" |
+        sed 's/^burn-down/citus burn-down/' | to_rounds "$r" || failed+=("citus round $r")
     fi
     if want river && [ "$river_burn" = 1 ]; then
       echo "bench.sh: round $r/$RUNS: River $riverver burn-down" >&2
@@ -278,6 +317,8 @@ if [ "$headline" = 1 ]; then
   ratio "(a) own ids / River 500 workers, % p.r." '^burn-down .*own ordering_id' '^river burn-down .* 500 workers'
   ratio "(a) own ids / River 2000 workers, % p.r." '^burn-down .*own ordering_id' '^river burn-down .* 2000 workers'
   ratio "(b) in order / (a) own ids, % per round" '^burn-down .*in order' '^burn-down .*own ordering_id'
+  ratio "Citus / one server (a), % per round" '^citus burn-down .*own ordering_id' '^burn-down .*own ordering_id'
+  ratio "Citus / one server (b), % per round" '^citus burn-down .*in order' '^burn-down .*in order'
 fi
 
 if want pgsched && [ "${#pg_rest[@]}" -gt 0 ]; then

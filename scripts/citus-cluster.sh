@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A one-machine Citus cluster for tests and benchmarks: a coordinator and
 # two workers, three PostgreSQL servers from the machine's binaries with
-# Citus preloaded, each on its own port and data directory.
+# Citus preloaded, each on its own port and data directory. pg_stat_statements
+# is loaded too: citus_stat_statements needs it, and TestCitusHotPathIsRouted
+# reads it.
 #
 #   scripts/citus-cluster.sh start   # builds/installs Citus if missing (../shared/citus), starts, prints the URL
 #   scripts/citus-cluster.sh url     # the coordinator's connection string
@@ -11,8 +13,10 @@
 # 29480) is the coordinator's port, the workers take the next two. The
 # default is below Linux's ephemeral range (32768-60999): a port in it can
 # be taken at any moment by some client connection's local end, and a
-# server then fails to start with "Address already in use". Not for
-# production: trust authentication, no durability settings, one machine.
+# server then fails to start with "Address already in use". CITUS_DURABLE=1
+# keeps fsync, synchronous_commit and full_page_writes on (the benchmark's
+# cluster); tests run without them. CITUS_SHARED_BUFFERS (256MB) per
+# server. Not for production: trust authentication, one machine.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${CITUS_DIR:-/tmp/pgsched-citus}"
@@ -39,6 +43,8 @@ start() {
     [ -x "$citus_install" ] || { echo "citus-cluster: Citus is not installed and $citus_install is missing" >&2; exit 1; }
     "$citus_install" >&2
   fi
+  durable=off
+  [ "${CITUS_DURABLE:-0}" = 1 ] && durable=on
   mkdir -p "$dir"
   if [ "$(id -u)" = 0 ]; then chown postgres:postgres "$dir"; fi
   for i in 0 1 2; do
@@ -49,12 +55,13 @@ start() {
 listen_addresses = '127.0.0.1'
 port = ${ports[$i]}
 unix_socket_directories = '$d'
-shared_preload_libraries = 'citus'
+shared_preload_libraries = 'citus,pg_stat_statements'
+pg_stat_statements.max = 20000
 max_connections = 300
-shared_buffers = 256MB
-fsync = off
-synchronous_commit = off
-full_page_writes = off
+shared_buffers = ${CITUS_SHARED_BUFFERS:-256MB}
+fsync = $durable
+synchronous_commit = $durable
+full_page_writes = $durable
 max_prepared_transactions = 200
 citus.max_client_connections = 250
 logging_collector = off
@@ -63,7 +70,7 @@ CONF
     if ! as_pg "$pgbin/pg_ctl" -D "$d" status >/dev/null 2>&1; then
       as_pg "$pgbin/pg_ctl" -D "$d" -l "$d/server.log" -w -t 60 start >/dev/null
     fi
-    psql_at "${ports[$i]}" -c "CREATE EXTENSION IF NOT EXISTS citus" >/dev/null
+    psql_at "${ports[$i]}" -c "CREATE EXTENSION IF NOT EXISTS citus" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
   done
   psql_at "$port" -c "SELECT citus_set_coordinator_host('127.0.0.1', $port)" >/dev/null
   for i in 1 2; do

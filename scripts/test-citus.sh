@@ -1,13 +1,11 @@
 #!/usr/bin/env bash
-# Runs the Citus tests (TestCitus*) against a one-machine Citus cluster that
-# it starts (scripts/citus-cluster.sh; Citus is built from ../shared/citus
-# the first time, about 6 minutes on 2 cores) and stops again. With
-# PGSCHED_CITUS_URL set, uses that cluster instead.
-#
-#   scripts/test-citus.sh            the Citus tests (CI runs these)
-#   scripts/test-citus.sh -suite     every test, each schema distributed
-#                                    (PGSCHED_TEST_CITUS=1): what works on
-#                                    Citus and what does not yet
+# Runs every test against a one-machine Citus cluster (coordinator and two
+# workers, scripts/citus-cluster.sh) that it starts and stops again: each
+# test's schema is distributed as migrate -citus does (PGSCHED_TEST_CITUS=1),
+# and the TestCitus* tests, which need a cluster, run too. Citus is built
+# from ../shared/citus the first time (about 6 minutes on 2 cores). With
+# PGSCHED_CITUS_URL set, uses that cluster instead. Arguments go to go test
+# (e.g. -run TestCitus for the Citus tests alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${PGSCHED_CITUS_URL:-}" ]; then
@@ -18,10 +16,6 @@ if [ -z "${PGSCHED_CITUS_URL:-}" ]; then
   PGSCHED_CITUS_URL="$(./scripts/citus-cluster.sh start)"
   export PGSCHED_CITUS_URL
 fi
+./scripts/ensure-chromium.sh
 echo "Citus: $PGSCHED_CITUS_URL" >&2
-if [ "${1:-}" = -suite ]; then
-  shift
-  TEST_DATABASE_URL="$PGSCHED_CITUS_URL" PGSCHED_TEST_CITUS=1 go test -count=1 -timeout 30m "$@" ./...
-else
-  go test -race -count=1 -timeout 10m -run 'TestCitus' "$@" .
-fi
+TEST_DATABASE_URL="$PGSCHED_CITUS_URL" PGSCHED_TEST_CITUS=1 go test -count=1 -timeout 30m "$@" ./...

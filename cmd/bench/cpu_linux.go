@@ -71,3 +71,45 @@ func cpuCores(start cpuSample) (self, rest float64, ok bool) {
 	busy := (end.busy - start.busy).Seconds() / wall
 	return self, max(busy-self, 0), true
 }
+
+// serverCPU is the CPU time PostgreSQL processes on this machine have
+// used, by data directory (a server's processes run in it), for
+// processes alive at the time of the sample: a pool's backends live
+// through a run, so the difference of two samples is the servers' work in
+// between, as on Citus, where it tells the coordinator's share from the
+// workers'.
+func serverCPU() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		pid := e.Name()
+		if pid[0] < '0' || pid[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			continue
+		}
+		st := string(b)
+		open, closing := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
+		if open < 0 || closing < open || st[open+1:closing] != "postgres" {
+			continue
+		}
+		dir, err := os.Readlink("/proc/" + pid + "/cwd")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(st[closing+1:])
+		if len(f) < 13 {
+			continue
+		}
+		// Fields after the name: state is 0, utime 11, stime 12.
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		s, _ := strconv.ParseInt(f[12], 10, 64)
+		out[dir] += time.Duration(u+s) * 10 * time.Millisecond
+	}
+	return out
+}

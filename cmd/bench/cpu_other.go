@@ -2,6 +2,8 @@
 
 package main
 
+import "time"
+
 // cpuSample is empty where /proc/stat is not there to read.
 type cpuSample struct{}
 
@@ -12,3 +14,6 @@ func cpuSplit(cpuSample) string { return "" }
 
 // cpuCores has nothing to say off Linux.
 func cpuCores(cpuSample) (self, rest float64, ok bool) { return 0, 0, false }
+
+// serverCPU has nothing to say off Linux.
+func serverCPU() map[string]time.Duration { return nil }

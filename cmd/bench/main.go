@@ -19,6 +19,9 @@
 // Each figure is the median of -runs runs, with min and max; every run uses a
 // freshly migrated schema. -only picks workloads by name (comma-separated).
 //
+// With -citus every schema is distributed (migrate -citus) on the Citus
+// coordinator DATABASE_URL names.
+//
 // With no DATABASE_URL it starts a private, durable (fsync on) PostgreSQL in
 // a temporary directory, like shared/anchors/pg-up.sh.
 package main
@@ -56,6 +59,7 @@ func main() {
 type bench struct {
 	partitions      int
 	tablePartitions int
+	citus           bool
 	url             string
 	runs            int
 	n               int
@@ -95,6 +99,7 @@ func run(ctx context.Context) error {
 	// graphile-worker does with the local queue of 500 bench.sh gives it.
 	flag.IntVar(&b.prefetch, "prefetch", 400, "claimed tasks a worker may hold beyond its concurrency (0: the worker's default, equal to concurrency; negative: none)")
 	flag.IntVar(&b.partitions, "partitions", 64, "logical partitions of each benchmark schema")
+	flag.BoolVar(&b.citus, "citus", false, "migrate each schema with -citus: DATABASE_URL is a Citus coordinator")
 	flag.IntVar(&b.tablePartitions, "table-partitions", 0, "physical partitions of heads and backlog (0: migrator default)")
 	flag.IntVar(&b.rate, "rate", 2000, "tasks/s for the lateness run")
 	flag.DurationVar(&b.duration, "lateness-duration", 10*time.Second, "length of the lateness run")
@@ -170,6 +175,9 @@ func run(ctx context.Context) error {
 	}
 
 	b.url = os.Getenv("DATABASE_URL")
+	if b.citus && b.url == "" {
+		return errors.New("-citus needs DATABASE_URL: a Citus coordinator (scripts/citus-cluster.sh start prints one)")
+	}
 	if b.url == "" {
 		dir, err := os.MkdirTemp("", "pgsched-bench-")
 		if err != nil {
@@ -186,8 +194,8 @@ func run(ctx context.Context) error {
 		fmt.Fprintf(os.Stderr, "PostgreSQL: private durable server at %s\n", b.url)
 	}
 
-	fmt.Fprintf(os.Stderr, "pgsched: concurrency %d, prefetch %d, %d logical partitions, table partitions %d (0: default), %d runs\n",
-		b.conc, b.prefetch, b.partitions, b.tablePartitions, b.runs)
+	fmt.Fprintf(os.Stderr, "pgsched: concurrency %d, prefetch %d, %d logical partitions, table partitions %d (0: default), %d runs, Citus %t\n",
+		b.conc, b.prefetch, b.partitions, b.tablePartitions, b.runs, b.citus)
 	fmt.Printf("%-44s %12s %12s %12s\n", "workload", "median", "min", "max")
 	for _, w := range all {
 		if len(selected) > 0 && !slices.ContainsFunc(w.names, func(n string) bool { return selected[n] }) {
@@ -274,7 +282,7 @@ func short(n int) string {
 func (b *bench) fresh(ctx context.Context) (*pgxpool.Pool, *pgsched.Client, string, func(), error) {
 	b.seq++
 	schema := fmt.Sprintf("bench_%d_%d", os.Getpid(), b.seq)
-	if err := migrator.Up(ctx, b.url, migrator.Options{Schema: schema, Partitions: b.partitions, TablePartitions: b.tablePartitions}); err != nil {
+	if err := migrator.Up(ctx, b.url, migrator.Options{Schema: schema, Partitions: b.partitions, TablePartitions: b.tablePartitions, Citus: b.citus}); err != nil {
 		return nil, nil, "", nil, err
 	}
 	cfg, err := pgxpool.ParseConfig(b.url)
@@ -282,6 +290,12 @@ func (b *bench) fresh(ctx context.Context) (*pgxpool.Pool, *pgsched.Client, stri
 		return nil, nil, "", nil, err
 	}
 	cfg.MaxConns = 50
+	if b.citus {
+		// Nested statements too, so a run can say how many each task costs
+		// (citusStatements).
+		cfg.ConnConfig.RuntimeParams["pg_stat_statements.track"] = "all"
+		cfg.ConnConfig.RuntimeParams["citus.stat_statements_track"] = "all"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, nil, "", nil, err

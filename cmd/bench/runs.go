@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,10 +27,13 @@ func (b *bench) burn(ctx context.Context, ids int) (float64, error) {
 	if err := enqueueLoad(ctx, c, b.n, ids, -time.Second); err != nil {
 		return 0, err
 	}
-	cpu := sampleCPU()
+	cpu, servers := sampleCPU(), serverCPU()
 	rate, err := b.burnLoaded(ctx, pool, schema)
 	if err != nil {
 		return 0, err
+	}
+	if s := serverCPUPerTask(servers, serverCPU(), b.n); s != "" {
+		fmt.Fprintf(os.Stderr, "burn-down, %d ids: PostgreSQL CPU per 1000 tasks by data directory: %s\n", ids, s)
 	}
 	if s := cpuSplit(cpu); s != "" {
 		what := "own ordering_id"
@@ -37,7 +42,43 @@ func (b *bench) burn(ctx context.Context, ids int) (float64, error) {
 		}
 		fmt.Fprintf(os.Stderr, "burn-down, %s: %.0f tasks/s; %s\n", what, rate, s)
 	}
+	if b.citus {
+		s, err := citusStatements(ctx, pool, schema, b.n)
+		if err != nil {
+			return 0, err
+		}
+		fmt.Fprintf(os.Stderr, "burn-down on Citus, %d ids: %s\n", ids, s)
+	}
 	return rate, nil
+}
+
+// serverCPUPerTask says how much CPU each PostgreSQL server (by data
+// directory) spent per 1000 of n tasks between two serverCPU samples.
+func serverCPUPerTask(before, after map[string]time.Duration, n int) string {
+	var parts []string
+	for _, dir := range slices.Sorted(maps.Keys(after)) {
+		if d := after[dir] - before[dir]; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f ms", dir, d.Seconds()*1000*1000/float64(n)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// citusStatements says how many statements on task tables the coordinator
+// ran per task over a run (enqueue, claims, finishes, maintenance), from
+// citus_stat_statements: routed whole to one worker (Citus recorded a
+// partition key), and the others (statements Citus split into steps, and
+// the maintenance scans that read every partition).
+func citusStatements(ctx context.Context, pool *pgxpool.Pool, schema string, n int) (string, error) {
+	var whole, other int64
+	err := pool.QueryRow(ctx, `SELECT coalesce(sum(calls) FILTER (WHERE partition_key IS NOT NULL), 0)::bigint,
+			coalesce(sum(calls) FILTER (WHERE partition_key IS NULL), 0)::bigint
+		FROM citus_stat_statements
+		WHERE query ~ ('(^|[^a-z_])' || $1 || '\.(heads|backlog|completions|dead_tasks)([^a-z_]|$)')`, schema).Scan(&whole, &other)
+	if err != nil {
+		return "", fmt.Errorf("reading citus_stat_statements (the coordinator needs pg_stat_statements loaded): %w", err)
+	}
+	return fmt.Sprintf("task-table statements per task: %.3f routed whole, %.3f split or spread", float64(whole)/float64(n), float64(other)/float64(n)), nil
 }
 
 // burnLoaded starts a worker on schema, where b.n due tasks wait, and

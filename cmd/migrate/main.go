@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	dbURL := fs.String("database-url", getenv("DATABASE_URL"), "PostgreSQL connection string (DATABASE_URL)")
 	fs.StringVar(&schema, "schema", schema, "schema holding pgsched's tables (PGSCHED_SCHEMA)")
 	fs.IntVar(&partitions, "partitions", partitions, "logical partitions, fixed when the schema is created (PGSCHED_PARTITIONS)")
-	fs.IntVar(&tablePartitions, "table-partitions", tablePartitions, "physical partitions of heads and backlog, fixed when the schema is created; 0: min(2, partitions) (PGSCHED_TABLE_PARTITIONS)")
+	fs.IntVar(&tablePartitions, "table-partitions", tablePartitions, "physical partitions of heads and backlog, fixed when the schema is created; 0: min(2, partitions), with -citus 1 (PGSCHED_TABLE_PARTITIONS)")
 	citus := fs.Bool("citus", false, "with up, on a Citus coordinator: distribute the task tables by partition (one shard per partition, co-located) and make the rest reference tables")
 	roles := fs.Bool("roles", false, "with up: create the roles <schema>_enqueue, <schema>_worker and <schema>_read and grant them their privileges (needs CREATEROLE)")
 	fs.Usage = func() {

@@ -41,6 +41,7 @@ RETURNS TABLE (applied bigint[], partition_id integer, id bigint, ordering_id te
                uniqueness_key text, kind text, payload jsonb, attempt integer, run_at timestamptz,
                claimed_at timestamptz, claimable integer)
 LANGUAGE plpgsql
+/*citus SET plan_cache_mode = force_custom_plan*/
 SET jit = off
 SET enable_seqscan = off
 SET enable_hashjoin = off

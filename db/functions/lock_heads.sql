@@ -3,7 +3,9 @@
 -- index probe each.
 CREATE OR REPLACE FUNCTION pgsched.lock_heads(partition_ids integer[], ordering_ids text[])
 RETURNS void
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+/*citus SET plan_cache_mode = force_custom_plan*/
+AS $$
 /*citus DECLARE
     q     record;
     v_one integer;

@@ -5,6 +5,7 @@
 CREATE OR REPLACE FUNCTION pgsched.queue_next_due(p_partitions integer[])
 RETURNS TABLE (partition_id integer, due_in float8)
 LANGUAGE plpgsql STABLE
+/*citus SET plan_cache_mode = force_custom_plan*/
 SET jit = off
 AS $$
 #variable_conflict use_column

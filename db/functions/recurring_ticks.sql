@@ -6,6 +6,7 @@
 CREATE OR REPLACE FUNCTION pgsched.recurring_ticks(p_name text, OUT next_at timestamptz, OUT last_at timestamptz,
                                                    OUT last_result text)
 LANGUAGE plpgsql STABLE
+/*citus SET plan_cache_mode = force_custom_plan*/
 AS $$
 DECLARE
     p integer := pgsched.partition_of(p_name, (SELECT s.partition_count FROM pgsched.settings s));

@@ -4,6 +4,7 @@
 CREATE OR REPLACE FUNCTION pgsched.resume_kind(p_kind text)
 RETURNS boolean
 LANGUAGE plpgsql
+/*citus SET plan_cache_mode = force_custom_plan*/
 SET jit = off
 AS $$
 DECLARE

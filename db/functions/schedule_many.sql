@@ -18,6 +18,7 @@ CREATE OR REPLACE FUNCTION pgsched.schedule_many(
 )
 RETURNS text[]
 LANGUAGE plpgsql
+/*citus SET plan_cache_mode = force_custom_plan*/
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

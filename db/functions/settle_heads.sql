@@ -7,6 +7,7 @@
 CREATE OR REPLACE FUNCTION pgsched.settle_heads(partition_ids integer[], ordering_ids text[])
 RETURNS void
 LANGUAGE plpgsql
+/*citus SET plan_cache_mode = force_custom_plan*/
 SET jit = off
 SET enable_seqscan = off
 SET enable_hashjoin = off

@@ -51,7 +51,9 @@ type Options struct {
 	// TablePartitions is how many physical partitions heads and backlog are
 	// split into (each holding every TablePartitions-th logical partition),
 	// used only when the schema is first created. Defaults to 2 (or
-	// Partitions, if fewer).
+	// Partitions, if fewer); with Citus to 1, since each shard holds one
+	// logical partition and would keep all but one physical partition
+	// empty.
 	TablePartitions int
 	// Citus distributes the schema over a Citus cluster (see
 	// db/functions/citus_distribute.sql): Up is run on the coordinator.
@@ -88,6 +90,9 @@ func (o *Options) fill() error {
 	}
 	if o.TablePartitions == 0 {
 		o.TablePartitions = min(2, o.Partitions)
+		if o.Citus {
+			o.TablePartitions = 1
+		}
 	}
 	if o.TablePartitions < 1 || o.TablePartitions > o.Partitions {
 		return fmt.Errorf("table partitions must be between 1 and the partition count %d, got %d", o.Partitions, o.TablePartitions)

@@ -52,7 +52,7 @@ func NewSchema(tb testing.TB, opts SchemaOptions) *DB {
 	if opts.Partitions == 0 {
 		opts.Partitions = 8
 	}
-	if opts.TablePartitions == 0 {
+	if opts.TablePartitions == 0 && !Citus() { // on Citus the migrator's default: 1
 		opts.TablePartitions = max(1, opts.Partitions/2)
 	}
 	if opts.MaxConns == 0 {
