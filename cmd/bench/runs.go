@@ -57,8 +57,8 @@ func (b *bench) burn(ctx context.Context, ids int) (float64, error) {
 func serverCPUPerTask(before, after map[string]time.Duration, n int) string {
 	var parts []string
 	for _, dir := range slices.Sorted(maps.Keys(after)) {
-		if d := after[dir] - before[dir]; d > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.0f ms", dir, d.Seconds()*1000*1000/float64(n)))
+		if ms := (after[dir] - before[dir]).Seconds() * 1000 * 1000 / float64(n); ms >= 0.5 {
+			parts = append(parts, fmt.Sprintf("%s %.0f ms", dir, ms))
 		}
 	}
 	return strings.Join(parts, ", ")
