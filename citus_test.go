@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -326,7 +328,7 @@ func TestCitusDeliversInOrder(t *testing.T) {
 // worker (a partition key recorded) and which it split into routed steps.
 func TestCitusHotPathIsRouted(t *testing.T) {
 	t.Parallel()
-	_, schema := citusSchema(t, 8)
+	plain, schema := citusSchema(t, 8)
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(os.Getenv(EnvCitusURL))
 	require.NoError(t, err)
@@ -369,21 +371,24 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 	// u-key 3 of every fifth ordering_id dies, the rest complete; each
 	// finish hands successors over, which are finished in turn.
 	retried := map[string]bool{}
+	var died int
 	outcome := func(c store.Claimed) store.Outcome {
 		o := store.Outcome{Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted}
 		key := c.OrderingID + "/" + c.UniquenessKey
+		n, _ := strconv.Atoi(strings.TrimPrefix(c.OrderingID, "o-"))
 		switch {
 		case c.UniquenessKey == "1" && !retried[key]:
 			retried[key] = true
 			o.Outcome, o.Error = store.OutcomeRetry, "once more"
-		case c.UniquenessKey == "3" && len(c.OrderingID)%5 == 0:
+		case c.UniquenessKey == "3" && strings.HasPrefix(c.OrderingID, "o-") && n%5 == 0:
 			o.Outcome, o.Error = store.OutcomeDead, "no"
+			died++
 		}
 		return o
 	}
 	var finished, handedOver int
 	deadline := time.Now().Add(time.Minute)
-	for finished < ids*per+10+ids/5 { // retried tasks finish twice
+	for finished < ids*per+10+ids { // the ids tasks with u-key 1 finish twice
 		require.True(t, time.Now().Before(deadline), "finished %d", finished)
 		_, err := st.NextDue(ctx, pool, all)
 		require.NoError(t, err)
@@ -403,6 +408,11 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 		}
 	}
 	require.Positive(t, handedOver, "successors handed over")
+	require.Equal(t, ids/5, died)
+	var left, dead int
+	require.NoError(t, plain.QueryRow(ctx, "SELECT (SELECT count(*) FROM "+schema+".tasks), (SELECT count(*) FROM "+schema+".dead_tasks)").Scan(&left, &dead))
+	require.Zero(t, left, "every task finished")
+	require.Equal(t, ids/5, dead)
 	// What Citus made of them.
 	type stmt struct {
 		Whole bool

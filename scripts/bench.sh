@@ -132,7 +132,7 @@ CITUS_DIR_B="${BENCH_CITUS_DIR:-/tmp/pgsched-bench-citus}"
 citus_cluster() { CITUS_PORT="$CITUS_PORT_B" CITUS_DIR="$CITUS_DIR_B" CITUS_DURABLE=1 CITUS_SHARED_BUFFERS=512MB "$here/scripts/citus-cluster.sh" "$@"; }
 cleanup() {
   pg_stop
-  if want citus; then citus_cluster stop >/dev/null 2>&1 || true; fi
+  if [ -d "$CITUS_DIR_B" ]; then citus_cluster stop >/dev/null 2>&1 || true; fi
   [ "${BENCH_KEEP_PG:-0}" = 1 ] || rm -rf "$PGDATA_DIR"
   rm -rf "$tmp"
 }
@@ -192,12 +192,6 @@ row() {
     tee -a "$rows" >&2
 }
 
-if want citus; then
-  citus_cluster stop >/dev/null 2>&1 || true
-  citus_url="$(citus_cluster start)"
-  echo "bench.sh: Citus cluster (coordinator + 2 workers, durable) at $citus_url" >&2
-fi
-
 # ---- pgsched ----
 echo "bench.sh: building" >&2
 go build -o "$tmp/pgsched-bench" ./cmd/bench
@@ -227,6 +221,17 @@ for w in "${_ws[@]}"; do
   esac
 done
 join() { local IFS=,; echo "$*"; }
+
+if want citus; then
+  if [ "${#pg_head[@]}" -eq 0 ]; then
+    systems="$(sed 's/,citus,/,/; s/^,//; s/,$//' <<<",$systems,")"
+  elif citus_url="$(citus_cluster stop >/dev/null 2>&1; citus_cluster start)"; then
+    echo "bench.sh: Citus cluster (coordinator + 2 workers, durable) at $citus_url" >&2
+  else
+    echo "bench.sh: the Citus cluster did not start (see above): the Citus figures are left out" >&2
+    systems="$(sed 's/,citus,/,/; s/^,//; s/,$//' <<<",$systems,")"
+  fi
+fi
 river_burn=0; river_rest=1
 case ",${BENCH_RIVER_ONLY:-burn,enqueue}," in *,burn,*) river_burn=1 ;; esac
 case ",${BENCH_RIVER_ONLY:-burn,enqueue}," in *,enqueue,*) ;; *) river_rest=0 ;; esac

@@ -16,7 +16,9 @@
 # server then fails to start with "Address already in use". CITUS_DURABLE=1
 # keeps fsync, synchronous_commit and full_page_writes on (the benchmark's
 # cluster); tests run without them. CITUS_SHARED_BUFFERS (256MB) per
-# server. Not for production: trust authentication, one machine.
+# server. These settings are written when a data directory is created: one
+# left from an earlier start keeps its own (stop removes it). Not for
+# production: trust authentication, one machine.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 dir="${CITUS_DIR:-/tmp/pgsched-citus}"

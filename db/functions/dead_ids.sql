@@ -5,7 +5,9 @@
 -- dead task; to act on all of them, pass died_before => now().
 CREATE OR REPLACE FUNCTION pgsched.dead_ids(kind text, ordering_id text, died_after timestamptz, died_before timestamptz)
 RETURNS bigint[]
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+/*citus SET plan_cache_mode = force_custom_plan*/
+AS $$
 DECLARE
     ids bigint[];
 BEGIN

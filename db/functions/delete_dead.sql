@@ -2,7 +2,9 @@
 -- no dead task with that id.
 CREATE OR REPLACE FUNCTION pgsched.delete_dead(id bigint)
 RETURNS integer
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+/*citus SET plan_cache_mode = force_custom_plan*/
+AS $$
 DECLARE
     n integer;
 BEGIN

@@ -3,7 +3,9 @@
 CREATE OR REPLACE FUNCTION pgsched.delete_dead_where(kind text DEFAULT NULL, ordering_id text DEFAULT NULL,
                                                      died_after timestamptz DEFAULT NULL, died_before timestamptz DEFAULT NULL)
 RETURNS integer
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+/*citus SET plan_cache_mode = force_custom_plan*/
+AS $$
 DECLARE
     ids bigint[];
     n   integer;

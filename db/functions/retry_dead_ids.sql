@@ -9,7 +9,9 @@
 -- that very microsecond), the call fails and nothing changes.
 CREATE OR REPLACE FUNCTION pgsched.retry_dead_ids(ids bigint[])
 RETURNS integer
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+/*citus SET plan_cache_mode = force_custom_plan*/
+AS $$
 DECLARE
     t     timestamptz := now();
     o     text[];

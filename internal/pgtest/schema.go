@@ -36,7 +36,7 @@ type SchemaOptions struct {
 // EnvCitus, set to 1 with TEST_DATABASE_URL pointing at a Citus
 // coordinator, makes NewSchema distribute every schema it migrates
 // (migrate -citus): the whole suite then runs on Citus (make
-// test-citus-suite).
+// test-citus).
 const EnvCitus = "PGSCHED_TEST_CITUS"
 
 // Citus reports whether NewSchema distributes its schemas with Citus
