@@ -44,6 +44,7 @@ func startWorker(t *testing.T, db *pgtest.DB, cfg pgsched.WorkerConfig) *pgsched
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, within time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
+	within = pgtest.Patience(within)
 	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {

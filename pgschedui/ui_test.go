@@ -87,7 +87,7 @@ func browser(t *testing.T) context.Context {
 // outcome's write).
 func reloadUntil(t *testing.T, b context.Context, url, js string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(pgtest.Patience(20 * time.Second)); ; time.Sleep(50 * time.Millisecond) {
 		act(t, b, chromedp.Navigate(url), chromedp.WaitVisible("main"))
 		n, err := chromedp.Run(b, chromedp.Evaluate[int](js))
 		require.NoError(t, err)
@@ -106,7 +106,7 @@ func follow(t *testing.T, b context.Context, sel string) {
 	_, err := chromedp.Run(b, chromedp.Evaluate[bool](`window.__leaving = true`))
 	require.NoError(t, err)
 	act(t, b, chromedp.Click(sel))
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(pgtest.Patience(20 * time.Second)); ; time.Sleep(20 * time.Millisecond) {
 		loaded, err := chromedp.Run(b, chromedp.Evaluate[bool](`window.__leaving === undefined && document.readyState === "complete"`))
 		if err == nil && loaded {
 			return
@@ -115,10 +115,11 @@ func follow(t *testing.T, b context.Context, sel string) {
 	}
 }
 
-// act runs steps in the browser tab, each batch within 20 s.
+// act runs steps in the browser tab, each batch within 20 s (longer on
+// Citus: pgtest.Patience).
 func act(t *testing.T, b context.Context, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b, 20*time.Second)
+	ctx, cancel := context.WithTimeout(b, pgtest.Patience(20*time.Second))
 	defer cancel()
 	require.NoError(t, chromedp.Do(ctx, steps...))
 }
@@ -207,7 +208,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	_, err = client.UpsertRecurring(ctx, pgsched.Recurring{Name: "nightly-report", Spec: "30 2 * * *", TimeZone: "Europe/Berlin", Kind: "report"})
 	require.NoError(t, err)
 	// Wait for the running email, the dead charge and the 20 pings.
-	for deadline := time.Now().Add(20 * time.Second); ; {
+	for deadline := time.Now().Add(pgtest.Patience(20 * time.Second)); ; {
 		running, err := client.ListTasks(ctx, pgsched.TaskFilter{State: pgsched.StateRunning})
 		require.NoError(t, err)
 		var dead, done int
@@ -247,7 +248,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	// Overview: the leader's count and the hour's history catch up within
 	// a few rounds of each (100 ms and 250 ms here); reload until they do.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(pgtest.Patience(20 * time.Second)); ; time.Sleep(50 * time.Millisecond) {
 		do(chromedp.Navigate(srv.URL+"/ui/"), chromedp.WaitVisible("#kinds"))
 		if text("#pending") == "5" && text("#running") == "1" && text("#dead") == "1" && sum("completed") == 20 && sum("dead") == 1 {
 			break
@@ -416,7 +417,7 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "mail-1", <-emails)
 	var deadID int64
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(pgtest.Patience(20 * time.Second)); ; time.Sleep(20 * time.Millisecond) {
 		if db.Pool.QueryRow(ctx, "SELECT id FROM "+db.Schema+".dead_tasks").Scan(&deadID) == nil {
 			break
 		}
@@ -471,7 +472,7 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.NotContains(t, page, "s3cret-token", "the token never appears on a page")
 	follow(t, b, fmt.Sprintf("#retry-%d", deadID))
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(pgtest.Patience(20 * time.Second)); ; time.Sleep(20 * time.Millisecond) {
 		var done int
 		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+db.Schema+".completions WHERE ordering_id = 'order-1'").Scan(&done))
 		if done == 1 {
@@ -502,7 +503,7 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	select {
 	case id := <-emails:
 		require.Equal(t, "mail-2", id)
-	case <-time.After(20 * time.Second):
+	case <-time.After(pgtest.Patience(20 * time.Second)):
 		t.Fatal("mail-2 did not run after the resume")
 	}
 
@@ -518,7 +519,7 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	select {
 	case cause := <-slowEnded:
 		require.ErrorIs(t, cause, pgsched.ErrTaskCancelled)
-	case <-time.After(20 * time.Second):
+	case <-time.After(pgtest.Patience(20 * time.Second)):
 		t.Fatal("the cancelled handler did not end")
 	}
 	reloadUntil(t, b, keyPage, `document.querySelectorAll("#state-dead").length`) // the outcome's write
@@ -550,12 +551,12 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+db.Schema+".dead_tasks WHERE kind = $1", kind).Scan(&n))
 		return n
 	}
-	for deadline := time.Now().Add(20 * time.Second); deadOf("doomed") < 3; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(pgtest.Patience(20 * time.Second)); deadOf("doomed") < 3; time.Sleep(20 * time.Millisecond) {
 		require.True(t, time.Now().Before(deadline), "the doomed tasks did not die")
 	}
 	do(chromedp.Navigate(srv.URL+"/ui/dead?kind=doomed"), chromedp.WaitVisible("#delete-all"))
 	follow(t, b, "#delete-all")
-	for deadline := time.Now().Add(20 * time.Second); deadOf("doomed") > 0; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(pgtest.Patience(20 * time.Second)); deadOf("doomed") > 0; time.Sleep(20 * time.Millisecond) {
 		require.True(t, time.Now().Before(deadline), "the page's delete-all did not delete")
 	}
 	reloadUntil(t, b, srv.URL+"/ui/dead?kind=doomed", `document.querySelectorAll("#dead td.empty").length`)

@@ -63,7 +63,7 @@ func TestQueuedGivenBackWhenTermEnds(t *testing.T) {
 	nodeCtx, nodeStop := context.WithCancel(ctx)
 	nodeDone, runDone := make(chan struct{}), make(chan struct{})
 	go func() { defer close(nodeDone); _ = node.Run(nodeCtx) }()
-	require.Eventually(t, func() bool { return node.Current() != nil }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return node.Current() != nil }, pgtest.Patience(10*time.Second), 5*time.Millisecond)
 	first := node.Current().Epoch
 	go func() { defer close(runDone); _ = d.Run(runCtx) }()
 	t.Cleanup(func() {
@@ -101,13 +101,13 @@ func TestQueuedGivenBackWhenTermEnds(t *testing.T) {
 			".heads WHERE running AND ordering_id IN ('a', 'b', 'c') AND (epoch = $1) <> $2", first, later).Scan(&n))
 		return n
 	}
-	require.Eventually(t, func() bool { return running(false) == 3 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return running(false) == 3 }, pgtest.Patience(10*time.Second), 5*time.Millisecond,
 		"a, b and c claimed, waiting behind the stuck handlers")
 
 	// The term ends: another epoch takes the node's row, so renewal fails.
 	_, err = db.Pool.Exec(ctx, "UPDATE "+db.Schema+".nodes SET epoch = epoch + 1000 WHERE node_id = 'n1'")
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return running(true) == 3 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return running(true) == 3 }, pgtest.Patience(10*time.Second), 5*time.Millisecond,
 		"a, b and c claimed again by the new term while the handlers are still stuck")
 
 	close(stuck)
@@ -115,7 +115,7 @@ func TestQueuedGivenBackWhenTermEnds(t *testing.T) {
 		var n int
 		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+db.Schema+".tasks").Scan(&n))
 		return n == 0
-	}, 10*time.Second, 5*time.Millisecond, "every task done")
+	}, pgtest.Patience(10*time.Second), 5*time.Millisecond, "every task done")
 	mu.Lock()
 	defer mu.Unlock()
 	for _, o := range []string{"a", "b", "c"} {

@@ -130,7 +130,7 @@ func start(t *testing.T) *fixture {
 	nodeCtx, nodeStop := context.WithCancel(context.Background())
 	nodeDone := make(chan struct{})
 	go func() { defer close(nodeDone); _ = node.Run(nodeCtx) }()
-	require.Eventually(t, func() bool { return node.Current() != nil }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return node.Current() != nil }, pgtest.Patience(10*time.Second), 5*time.Millisecond)
 	go func() { defer close(f.finished); _ = d.Run(ctx) }()
 	f.cancel = cancel
 	t.Cleanup(func() {
@@ -177,7 +177,7 @@ func TestLostClaimResponse(t *testing.T) {
 	f := start(t)
 	now := time.Now()
 	f.schedule(t, pgsched.Task{OrderingID: "slow", ScheduledAt: now, UniquenessKey: "slow", Kind: "slow"})
-	require.Eventually(t, func() bool { return len(f.runs()) == 1 }, 10*time.Second, 5*time.Millisecond, "the slow task runs")
+	require.Eventually(t, func() bool { return len(f.runs()) == 1 }, pgtest.Patience(10*time.Second), 5*time.Millisecond, "the slow task runs")
 
 	f.db2.loseNext("TaskClaimDue")
 	var tasks []pgsched.Task
@@ -185,11 +185,11 @@ func TestLostClaimResponse(t *testing.T) {
 		tasks = append(tasks, pgsched.Task{OrderingID: fmt.Sprint("o", i), ScheduledAt: now, UniquenessKey: fmt.Sprint(i)})
 	}
 	f.schedule(t, tasks...)
-	require.Eventually(t, func() bool { return len(f.runs()) == 6 }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return len(f.runs()) == 6 }, pgtest.Patience(10*time.Second), 5*time.Millisecond,
 		"the tasks of the lost claim run after all")
 	require.EqualValues(t, 5, f.given.Load(), "exactly the lost claim's tasks were given back")
 	close(f.block)
-	require.Eventually(t, func() bool { return f.empty(t) }, 10*time.Second, 5*time.Millisecond, "every outcome recorded")
+	require.Eventually(t, func() bool { return f.empty(t) }, pgtest.Patience(10*time.Second), 5*time.Millisecond, "every outcome recorded")
 	for id, n := range f.runs() {
 		require.EqualValues(t, 1, n, "task %d ran once", id)
 	}
@@ -221,13 +221,13 @@ func TestLostFinishResponse(t *testing.T) {
 	}
 	require.Equal(t, []string{"0", "1", "2"}, order)
 	require.EqualValues(t, 1, f.given.Load(), "the successor handed over in the lost response was given back")
-	require.Eventually(t, func() bool { return f.empty(t) }, 10*time.Second, 5*time.Millisecond, "every outcome recorded")
+	require.Eventually(t, func() bool { return f.empty(t) }, pgtest.Patience(10*time.Second), 5*time.Millisecond, "every outcome recorded")
 	for id, n := range f.runs() {
 		require.EqualValues(t, 1, n, "task %d ran once", id)
 	}
 	// The lost finish's retry was fenced, and the hooks still balance: the
 	// running-tasks gauge they feed ends at zero.
-	require.Eventually(t, func() bool { return f.claimed.Load() == f.settled.Load() }, 10*time.Second, 5*time.Millisecond,
+	require.Eventually(t, func() bool { return f.claimed.Load() == f.settled.Load() }, pgtest.Patience(10*time.Second), 5*time.Millisecond,
 		"claimed %d, settled %d", f.claimed.Load(), f.settled.Load())
 	require.EqualValues(t, 1, f.fenced.Load())
 }

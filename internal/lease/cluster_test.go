@@ -39,7 +39,7 @@ func (f fixture) runNode(t *testing.T, id string) (*Node, context.CancelFunc) {
 	go func() { defer close(done); _ = n.Run(ctx) }()
 	stop := func() { cancel(); <-done }
 	t.Cleanup(stop)
-	require.Eventually(t, func() bool { return n.Current() != nil }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return n.Current() != nil }, pgtest.Patience(10*time.Second), 5*time.Millisecond)
 	return n, stop
 }
 
@@ -82,7 +82,7 @@ func TestLeaderElection(t *testing.T) {
 		}
 		return k, held
 	}
-	require.Eventually(t, func() bool { k, _ := current(); return k == 1 }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { k, _ := current(); return k == 1 }, pgtest.Patience(10*time.Second), 5*time.Millisecond)
 	for range 20 {
 		k, _ := current()
 		require.LessOrEqual(t, k, 1, "never two leaders")
@@ -103,7 +103,7 @@ func TestLeaderElection(t *testing.T) {
 		k, held := current()
 		second = held
 		return k == 1 && held.Term != first.Term
-	}, 10*time.Second, 5*time.Millisecond)
+	}, pgtest.Patience(10*time.Second), 5*time.Millisecond)
 	require.Greater(t, second.Term, first.Term, "a new term")
 	require.NotEqual(t, first.NodeID, second.NodeID)
 	require.Less(t, time.Since(resigned), time.Second, "resignation hands over before the 1s TTL could expire")
@@ -267,7 +267,7 @@ func TestPlannerRounds(t *testing.T) {
 			}
 		}
 		return true
-	}, 10*time.Second, 20*time.Millisecond, "after flex-down b is depleted and a owns everything")
+	}, pgtest.Patience(10*time.Second), 20*time.Millisecond, "after flex-down b is depleted and a owns everything")
 	members, err := f.st.Members(ctx, f.db.Pool)
 	require.NoError(t, err)
 	require.Len(t, members, 1)

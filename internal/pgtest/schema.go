@@ -44,6 +44,17 @@ const EnvCitus = "PGSCHED_TEST_CITUS"
 // there, ask it.
 func Citus() bool { return os.Getenv(EnvCitus) == "1" }
 
+// Patience stretches how long a test waits for something that should
+// happen soon: three times as long on Citus, where three servers share the
+// machine with the tests and a statement can stall for seconds. A test
+// that passes waits no longer for it.
+func Patience(d time.Duration) time.Duration {
+	if Citus() {
+		return 3 * d
+	}
+	return d
+}
+
 // NewSchema migrates a fresh schema for the calling test and drops it when
 // the test ends, so tests run in parallel without seeing each other's rows
 // or notifications.
