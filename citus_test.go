@@ -47,6 +47,22 @@ func citusSchema(t *testing.T, partitions int) (*pgxpool.Pool, string) {
 	return pool, schema
 }
 
+// scheduleRounds enqueues per rounds of one batch each: round r holds task
+// r (uniqueness_key r, due at now + r ms) of ordering_ids o-0 .. o-(ids-1),
+// so every batch spans partitions.
+func scheduleRounds(t *testing.T, client *pgsched.Client, ids, per int, now time.Time) {
+	t.Helper()
+	for round := range per {
+		var batch []pgsched.Task
+		for i := range ids {
+			batch = append(batch, pgsched.Task{OrderingID: fmt.Sprintf("o-%d", i), ScheduledAt: now.Add(time.Duration(round) * time.Millisecond),
+				UniquenessKey: fmt.Sprint(round)})
+		}
+		_, err := client.ScheduleMany(context.Background(), batch)
+		require.NoError(t, err)
+	}
+}
+
 // TestCitusDistribution: migrate -citus distributes the task tables by
 // partition_id, co-located, with exactly one shard per logical partition,
 // placed on the workers in contiguous blocks; every other table is a
@@ -282,15 +298,7 @@ func TestCitusDeliversInOrder(t *testing.T) {
 	_, err = pool.Exec(ctx, "SELECT "+schema+".configure(grace => '1 hour')")
 	require.NoError(t, err)
 	now := time.Now()
-	for round := range per {
-		var batch []pgsched.Task
-		for i := range ids {
-			batch = append(batch, pgsched.Task{OrderingID: fmt.Sprintf("o-%d", i), ScheduledAt: now.Add(time.Duration(round) * time.Millisecond),
-				UniquenessKey: fmt.Sprint(round)})
-		}
-		_, err := client.ScheduleMany(ctx, batch)
-		require.NoError(t, err)
-	}
+	scheduleRounds(t, client, ids, per, now)
 	done := func() int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -353,15 +361,7 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 
 	const ids, per = 40, 5
 	now := time.Now()
-	for round := range per {
-		var batch []pgsched.Task
-		for i := range ids {
-			batch = append(batch, pgsched.Task{OrderingID: fmt.Sprintf("o-%d", i), ScheduledAt: now.Add(time.Duration(round) * time.Millisecond),
-				UniquenessKey: fmt.Sprint(round)})
-		}
-		_, err := client.ScheduleMany(ctx, batch)
-		require.NoError(t, err)
-	}
+	scheduleRounds(t, client, ids, per, now)
 	for i := range 10 {
 		_, err := client.Schedule(ctx, pgsched.Task{OrderingID: fmt.Sprintf("single-%d", i), ScheduledAt: now})
 		require.NoError(t, err)
