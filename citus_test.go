@@ -325,15 +325,48 @@ func TestCitusDeliversInOrder(t *testing.T) {
 	}
 }
 
+// citusWorkers returns pools on the Citus workers behind the coordinator
+// pool (same user and database).
+func citusWorkers(t *testing.T, coordinator *pgxpool.Pool) []*pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := coordinator.Query(ctx, "SELECT nodename, nodeport FROM pg_dist_node WHERE groupid > 0 AND noderole = 'primary' ORDER BY groupid")
+	require.NoError(t, err)
+	type node struct {
+		Host string
+		Port int
+	}
+	nodes, err := pgx.CollectRows(rows, pgx.RowToStructByPos[node])
+	require.NoError(t, err)
+	require.NotEmpty(t, nodes, "the coordinator has workers")
+	var out []*pgxpool.Pool
+	for _, n := range nodes {
+		cfg, err := pgxpool.ParseConfig(os.Getenv(EnvCitusURL))
+		require.NoError(t, err)
+		cfg.ConnConfig.Host, cfg.ConnConfig.Port = n.Host, uint16(n.Port)
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		require.NoError(t, err)
+		t.Cleanup(pool.Close)
+		out = append(out, pool)
+	}
+	return out
+}
+
 // TestCitusHotPathIsRouted: on Citus no statement that schedules, claims
-// or finishes tasks touches more than one shard. The test drives those
-// paths as a worker does (enqueue in batches spanning every partition and
-// one at a time, wait for due partitions, claim, finish with completions,
-// retries, deaths and hand-overs of successors) on sessions with
-// citus.multi_task_query_log_level = error, so any statement Citus plans
-// over several shards fails the call that ran it. It then lists from
-// citus_stat_statements which task-table statements Citus ran whole on one
-// worker (a partition key recorded) and which it split into routed steps.
+// or finishes tasks touches more than one shard, and claims, finishes and
+// due-partition reads run on the Citus workers, not the coordinator. The
+// test drives those paths as a worker does (enqueue in batches spanning
+// every partition and one at a time, wait for due partitions, claim,
+// finish with completions, retries, deaths and hand-overs of successors)
+// on sessions with citus.multi_task_query_log_level = error, so any
+// statement Citus plans over several shards fails the call that ran it;
+// the workers of the test cluster refuse such statements too
+// (scripts/citus-cluster.sh), where the delegated calls run. It then
+// checks that the delegated calls reached the workers and that the
+// coordinator ran none of their statements, and lists from
+// citus_stat_statements which task-table statements the coordinator (the
+// enqueue path) had Citus run whole on one worker (a partition key
+// recorded) and which it split into routed steps.
 func TestCitusHotPathIsRouted(t *testing.T) {
 	t.Parallel()
 	plain, schema := citusSchema(t, 8)
@@ -347,9 +380,15 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 
-	// The check can fail: a statement over every partition is refused.
+	// The check can fail: a statement over every partition is refused, on
+	// the coordinator and on the workers.
 	_, err = pool.Exec(ctx, "SELECT count(*) FROM "+schema+".heads")
 	require.ErrorContains(t, err, "multi-task query")
+	workers := citusWorkers(t, plain)
+	for _, w := range workers {
+		_, err = w.Exec(ctx, "SELECT count(*) FROM "+schema+".heads")
+		require.ErrorContains(t, err, "multi-task query", "the test cluster's workers refuse multi-shard statements")
+	}
 
 	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: schema})
 	require.NoError(t, err)
@@ -413,7 +452,25 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 	require.NoError(t, plain.QueryRow(ctx, "SELECT (SELECT count(*) FROM "+schema+".tasks), (SELECT count(*) FROM "+schema+".dead_tasks)").Scan(&left, &dead))
 	require.Zero(t, left, "every task finished")
 	require.Equal(t, ids/5, dead)
-	// What Citus made of them.
+	// Delegated: the workers ran the calls, each as a statement of its own
+	// (pg_stat_statements there), and the coordinator ran none of the
+	// statements inside them (this pool tracks nested statements).
+	var delegated int64
+	for _, w := range workers {
+		var n int64
+		require.NoError(t, w.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+			WHERE query ~ '^SELECT' AND query ~ ($1 || '\.(claim_due_on|finish_tasks_on|queue_next_due_on)\(')`, schema).Scan(&n))
+		delegated += n
+	}
+	require.Positive(t, delegated, "claims, finishes and due reads delegated to the workers")
+	var inside int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+		WHERE strpos(query, $1 || '.heads') > 0 AND query ~ '(FOR UPDATE SKIP LOCKED|DELETE FROM \S+\.heads)'
+		  AND query !~ 'CREATE OR REPLACE FUNCTION'`, schema).Scan(&inside))
+	require.Zero(t, inside, "the coordinator ran no claim or finish statement")
+	t.Logf("delegated calls run on the workers: %d", delegated)
+
+	// What Citus made of the enqueue path on the coordinator.
 	type stmt struct {
 		Whole bool
 		Query string

@@ -28,6 +28,14 @@ SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.
 FROM pgsched.claim_due_many(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sqlc.arg(partition_ids)::integer[],
                             sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8) AS c;
 
+-- TaskClaimDueOn is TaskClaimDue for partitions on one Citus worker,
+-- delegated to it (see pgsched.claim_due_on).
+-- name: TaskClaimDueOn :many
+SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at
+FROM pgsched.claim_due_on(sqlc.arg(anchor)::integer, sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint,
+                          sqlc.arg(partition_ids)::integer[], sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8) AS c;
+
 -- TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
 -- row marked summary carries the ids that changed (applied) and how many
 -- heads were left for a claim (claimable); each other row is a successor
@@ -43,6 +51,32 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
        coalesce(r.claimable, 0)::integer AS claimable
 FROM pgsched.finish_tasks(
+    sqlc.arg(node_id)::text,
+    sqlc.arg(epoch)::bigint,
+    sqlc.arg(partition_ids)::integer[],
+    sqlc.arg(ordering_ids)::text[],
+    sqlc.arg(task_ids)::bigint[],
+    sqlc.arg(claimed_ats)::timestamptz[],
+    sqlc.arg(outcomes)::text[],
+    sqlc.arg(retry_delays)::float8[],
+    sqlc.arg(errors)::text[],
+    sqlc.arg(chain_max)::integer,
+    sqlc.arg(chain_partitions)::integer[],
+    sqlc.arg(chain_limit)::integer
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable);
+
+-- TaskFinishOn is TaskFinish for tasks of partitions on one Citus worker,
+-- delegated to it (see pgsched.finish_tasks_on).
+-- name: TaskFinishOn :many
+SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::bigint[] AS applied,
+       coalesce(r.partition_id, 0)::integer AS partition_id, coalesce(r.id, 0)::bigint AS id,
+       coalesce(r.ordering_id, '')::text AS ordering_id, coalesce(r.scheduled_at, 'epoch')::timestamptz AS scheduled_at,
+       coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
+       coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
+       coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
+       coalesce(r.claimable, 0)::integer AS claimable
+FROM pgsched.finish_tasks_on(
+    sqlc.arg(anchor)::integer,
     sqlc.arg(node_id)::text,
     sqlc.arg(epoch)::bigint,
     sqlc.arg(partition_ids)::integer[],
@@ -73,6 +107,17 @@ SELECT pgsched.rescue_expired(sqlc.narg(nodes)::text[], sqlc.arg(orphans)::boole
 -- name: QueueNextDue :many
 SELECT q.partition_id::integer AS partition_id, q.due_in::float8 AS due_in
 FROM pgsched.queue_next_due(sqlc.arg(partition_ids)::integer[]) q;
+
+-- QueueNextDueOn: QueueNextDue for partitions on one Citus worker,
+-- delegated to it (see db/functions/queue_next_due_on.sql).
+-- name: QueueNextDueOn :many
+SELECT q.partition_id::integer AS partition_id, q.due_in::float8 AS due_in
+FROM pgsched.queue_next_due_on(sqlc.arg(anchor)::integer, sqlc.arg(partition_ids)::integer[]) q;
+
+-- CitusWorkers maps each partition to the Citus worker holding it; no
+-- rows on one PostgreSQL.
+-- name: CitusWorkers :many
+SELECT p.partition_id::integer AS partition_id, p.worker::text AS worker FROM pgsched.citus_partitions() p;
 
 -- name: SettingsGet :one
 SELECT partition_count, extract(epoch FROM grace)::float8 AS grace_seconds, extract(epoch FROM completion_retention)::float8 AS retention_seconds,

@@ -47,6 +47,37 @@ func (q *Queries) CancelRequestsPrune(ctx context.Context, db DBTX) (int32, erro
 	return pruned, err
 }
 
+const citusWorkers = `-- name: CitusWorkers :many
+SELECT p.partition_id::integer AS partition_id, p.worker::text AS worker FROM pgsched.citus_partitions() p
+`
+
+type CitusWorkersRow struct {
+	PartitionID int32
+	Worker      string
+}
+
+// CitusWorkers maps each partition to the Citus worker holding it; no
+// rows on one PostgreSQL.
+func (q *Queries) CitusWorkers(ctx context.Context, db DBTX) ([]CitusWorkersRow, error) {
+	rows, err := db.Query(ctx, citusWorkers)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []CitusWorkersRow{}
+	for rows.Next() {
+		var i CitusWorkersRow
+		if err := rows.Scan(&i.PartitionID, &i.Worker); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const completionEnsurePartitions = `-- name: CompletionEnsurePartitions :one
 SELECT pgsched.ensure_completion_partitions(now(), $1::integer)::integer AS dropped
 `
@@ -146,6 +177,43 @@ func (q *Queries) QueueNextDue(ctx context.Context, db DBTX, partitionIds []int3
 	items := []QueueNextDueRow{}
 	for rows.Next() {
 		var i QueueNextDueRow
+		if err := rows.Scan(&i.PartitionID, &i.DueIn); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const queueNextDueOn = `-- name: QueueNextDueOn :many
+SELECT q.partition_id::integer AS partition_id, q.due_in::float8 AS due_in
+FROM pgsched.queue_next_due_on($1::integer, $2::integer[]) q
+`
+
+type QueueNextDueOnParams struct {
+	Anchor       int32
+	PartitionIds []int32
+}
+
+type QueueNextDueOnRow struct {
+	PartitionID int32
+	DueIn       float64
+}
+
+// QueueNextDueOn: QueueNextDue for partitions on one Citus worker,
+// delegated to it (see db/functions/queue_next_due_on.sql).
+func (q *Queries) QueueNextDueOn(ctx context.Context, db DBTX, arg QueueNextDueOnParams) ([]QueueNextDueOnRow, error) {
+	rows, err := db.Query(ctx, queueNextDueOn, arg.Anchor, arg.PartitionIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []QueueNextDueOnRow{}
+	for rows.Next() {
+		var i QueueNextDueOnRow
 		if err := rows.Scan(&i.PartitionID, &i.DueIn); err != nil {
 			return nil, err
 		}
@@ -284,6 +352,75 @@ func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDuePar
 	return items, nil
 }
 
+const taskClaimDueOn = `-- name: TaskClaimDueOn :many
+SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at
+FROM pgsched.claim_due_on($1::integer, $2::text, $3::bigint,
+                          $4::integer[], $5::integer, $6::float8) AS c
+`
+
+type TaskClaimDueOnParams struct {
+	Anchor       int32
+	NodeID       string
+	Epoch        int64
+	PartitionIds []int32
+	MaxTasks     int32
+	AheadSeconds float64
+}
+
+type TaskClaimDueOnRow struct {
+	PartitionID   int32
+	ID            int64
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Kind          string
+	Payload       []byte
+	Attempt       int32
+	RunAt         time.Time
+	ClaimedAt     time.Time
+}
+
+// TaskClaimDueOn is TaskClaimDue for partitions on one Citus worker,
+// delegated to it (see pgsched.claim_due_on).
+func (q *Queries) TaskClaimDueOn(ctx context.Context, db DBTX, arg TaskClaimDueOnParams) ([]TaskClaimDueOnRow, error) {
+	rows, err := db.Query(ctx, taskClaimDueOn,
+		arg.Anchor,
+		arg.NodeID,
+		arg.Epoch,
+		arg.PartitionIds,
+		arg.MaxTasks,
+		arg.AheadSeconds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TaskClaimDueOnRow{}
+	for rows.Next() {
+		var i TaskClaimDueOnRow
+		if err := rows.Scan(
+			&i.PartitionID,
+			&i.ID,
+			&i.OrderingID,
+			&i.ScheduledAt,
+			&i.UniquenessKey,
+			&i.Kind,
+			&i.Payload,
+			&i.Attempt,
+			&i.RunAt,
+			&i.ClaimedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const taskFinish = `-- name: TaskFinish :many
 SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::bigint[] AS applied,
        coalesce(r.partition_id, 0)::integer AS partition_id, coalesce(r.id, 0)::bigint AS id,
@@ -367,6 +504,113 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams)
 	items := []TaskFinishRow{}
 	for rows.Next() {
 		var i TaskFinishRow
+		if err := rows.Scan(
+			&i.Summary,
+			&i.Applied,
+			&i.PartitionID,
+			&i.ID,
+			&i.OrderingID,
+			&i.ScheduledAt,
+			&i.UniquenessKey,
+			&i.Kind,
+			&i.Payload,
+			&i.Attempt,
+			&i.RunAt,
+			&i.ClaimedAt,
+			&i.Claimable,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskFinishOn = `-- name: TaskFinishOn :many
+SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::bigint[] AS applied,
+       coalesce(r.partition_id, 0)::integer AS partition_id, coalesce(r.id, 0)::bigint AS id,
+       coalesce(r.ordering_id, '')::text AS ordering_id, coalesce(r.scheduled_at, 'epoch')::timestamptz AS scheduled_at,
+       coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
+       coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
+       coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
+       coalesce(r.claimable, 0)::integer AS claimable
+FROM pgsched.finish_tasks_on(
+    $1::integer,
+    $2::text,
+    $3::bigint,
+    $4::integer[],
+    $5::text[],
+    $6::bigint[],
+    $7::timestamptz[],
+    $8::text[],
+    $9::float8[],
+    $10::text[],
+    $11::integer,
+    $12::integer[],
+    $13::integer
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable)
+`
+
+type TaskFinishOnParams struct {
+	Anchor          int32
+	NodeID          string
+	Epoch           int64
+	PartitionIds    []int32
+	OrderingIds     []string
+	TaskIds         []int64
+	ClaimedAts      []time.Time
+	Outcomes        []string
+	RetryDelays     []float64
+	Errors          []string
+	ChainMax        int32
+	ChainPartitions []int32
+	ChainLimit      int32
+}
+
+type TaskFinishOnRow struct {
+	Summary       bool
+	Applied       []int64
+	PartitionID   int32
+	ID            int64
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Kind          string
+	Payload       []byte
+	Attempt       int32
+	RunAt         time.Time
+	ClaimedAt     time.Time
+	Claimable     int32
+}
+
+// TaskFinishOn is TaskFinish for tasks of partitions on one Citus worker,
+// delegated to it (see pgsched.finish_tasks_on).
+func (q *Queries) TaskFinishOn(ctx context.Context, db DBTX, arg TaskFinishOnParams) ([]TaskFinishOnRow, error) {
+	rows, err := db.Query(ctx, taskFinishOn,
+		arg.Anchor,
+		arg.NodeID,
+		arg.Epoch,
+		arg.PartitionIds,
+		arg.OrderingIds,
+		arg.TaskIds,
+		arg.ClaimedAts,
+		arg.Outcomes,
+		arg.RetryDelays,
+		arg.Errors,
+		arg.ChainMax,
+		arg.ChainPartitions,
+		arg.ChainLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TaskFinishOnRow{}
+	for rows.Next() {
+		var i TaskFinishOnRow
 		if err := rows.Scan(
 			&i.Summary,
 			&i.Applied,

@@ -209,6 +209,13 @@ func (m *Migrator) Up(ctx context.Context) error {
 	if distributed > 0 || split {
 		m.opts.Logger.Info("tables distributed over Citus", "schema", m.opts.Schema, "tables", distributed, "shard_per_partition", split)
 	}
+	var delegated int
+	if err := m.db.QueryRowContext(ctx, "SELECT "+pgx.Identifier{m.opts.Schema}.Sanitize()+".citus_delegate()").Scan(&delegated); err != nil {
+		return fmt.Errorf("delegating the calls of %s to the Citus workers: %w", m.opts.Schema, err)
+	}
+	if delegated > 0 {
+		m.opts.Logger.Info("functions distributed over Citus", "schema", m.opts.Schema, "functions", delegated)
+	}
 	if _, err := m.db.ExecContext(ctx, "SELECT "+pgx.Identifier{m.opts.Schema}.Sanitize()+".ensure_completion_partitions(now() - interval '1 day', 8)"); err != nil {
 		return fmt.Errorf("creating completion partitions in %s: %w", m.opts.Schema, err)
 	}

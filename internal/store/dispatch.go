@@ -17,7 +17,29 @@ type Claimed = pgschedtype.Job
 // the order given, for the node (node, epoch), in one transaction. Nothing is
 // claimed when the node's lease is not live. Tasks due within ahead are
 // claimed too; their RunAt is after their ClaimedAt.
+//
+// On Citus it is one transaction per Citus worker holding the partitions
+// (see citus.go), each delegated to its worker.
 func (s *Store) Claim(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int, ahead time.Duration) ([]Claimed, error) {
+	if groups := s.byWorker(ctx, db, partitions); groups != nil {
+		var out []Claimed
+		for _, g := range groups {
+			if len(out) >= max {
+				break
+			}
+			parts := pick(partitions, g)
+			rows, err := s.q.TaskClaimDueOn(ctx, s.db(db), dbgen.TaskClaimDueOnParams{
+				Anchor: parts[0], NodeID: node, Epoch: epoch, PartitionIds: parts, MaxTasks: int32(max - len(out)), AheadSeconds: ahead.Seconds(),
+			})
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rows {
+				out = append(out, claimedRow(dbgen.TaskClaimDueRow(r)))
+			}
+		}
+		return out, nil
+	}
 	rows, err := s.q.TaskClaimDue(ctx, s.db(db), dbgen.TaskClaimDueParams{
 		NodeID: node, Epoch: epoch, PartitionIds: partitions, MaxTasks: int32(max), AheadSeconds: ahead.Seconds(),
 	})
@@ -26,10 +48,14 @@ func (s *Store) Claim(ctx context.Context, db DBTX, node string, epoch int64, pa
 	}
 	out := make([]Claimed, len(rows))
 	for i, r := range rows {
-		out[i] = claimed(r.PartitionID, r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind,
-			r.Payload, r.Attempt, r.RunAt, r.ClaimedAt)
+		out[i] = claimedRow(r)
 	}
 	return out, nil
+}
+
+func claimedRow(r dbgen.TaskClaimDueRow) Claimed {
+	return claimed(r.PartitionID, r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind,
+		r.Payload, r.Attempt, r.RunAt, r.ClaimedAt)
 }
 
 // claimed builds a Claimed from the columns a claim and a handover return.
@@ -93,8 +119,50 @@ type Finished struct {
 }
 
 // Finish records outcomes in one statement. Only tasks still held by the
-// claim each outcome is for change: (node, epoch) and ClaimedAt.
+// claim each outcome is for change: (node, epoch) and ClaimedAt. On Citus
+// it is one statement per Citus worker holding the tasks (see citus.go),
+// each delegated to its worker; successors handed over count against one
+// budget, hand.Max.
 func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, outs []Outcome, hand Handover) (Finished, error) {
+	parts := make([]int32, len(outs))
+	for i, o := range outs {
+		parts[i] = int32(o.Partition)
+	}
+	groups := s.byWorker(ctx, db, parts)
+	if groups == nil {
+		rows, err := s.q.TaskFinish(ctx, s.db(db), finishParams(node, epoch, outs, hand))
+		if err != nil {
+			return Finished{}, err
+		}
+		return finished(rows), nil
+	}
+	var f Finished
+	for _, g := range groups {
+		arg := finishParams(node, epoch, pick(outs, g), hand)
+		rows, err := s.q.TaskFinishOn(ctx, s.db(db), dbgen.TaskFinishOnParams{
+			Anchor: arg.PartitionIds[0], NodeID: arg.NodeID, Epoch: arg.Epoch, PartitionIds: arg.PartitionIds,
+			OrderingIds: arg.OrderingIds, TaskIds: arg.TaskIds, ClaimedAts: arg.ClaimedAts, Outcomes: arg.Outcomes,
+			RetryDelays: arg.RetryDelays, Errors: arg.Errors, ChainMax: arg.ChainMax, ChainPartitions: arg.ChainPartitions,
+			ChainLimit: arg.ChainLimit,
+		})
+		if err != nil {
+			return Finished{}, err
+		}
+		rs := make([]dbgen.TaskFinishRow, len(rows))
+		for i, r := range rows {
+			rs[i] = dbgen.TaskFinishRow(r)
+		}
+		part := finished(rs)
+		f.Applied = append(f.Applied, part.Applied...)
+		f.HandedOver = append(f.HandedOver, part.HandedOver...)
+		f.Claimable += part.Claimable
+		hand.Max = max(hand.Max-len(part.HandedOver), 0)
+	}
+	return f, nil
+}
+
+// finishParams are the arguments of pgsched.finish_tasks for outs.
+func finishParams(node string, epoch int64, outs []Outcome, hand Handover) dbgen.TaskFinishParams {
 	n := len(outs)
 	arg := dbgen.TaskFinishParams{
 		NodeID: node, Epoch: epoch,
@@ -111,10 +179,11 @@ func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, o
 		arg.RetryDelays[i] = o.RetryIn.Seconds()
 		arg.Errors[i] = StorableText(o.Error, MaxErrorBytes)
 	}
-	rows, err := s.q.TaskFinish(ctx, s.db(db), arg)
-	if err != nil {
-		return Finished{}, err
-	}
+	return arg
+}
+
+// finished reads the rows of pgsched.finish_tasks.
+func finished(rows []dbgen.TaskFinishRow) Finished {
 	f := Finished{HandedOver: make([]Claimed, 0, len(rows))}
 	for _, r := range rows {
 		if r.Summary {
@@ -124,7 +193,7 @@ func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, o
 		f.HandedOver = append(f.HandedOver, claimed(r.PartitionID, r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind,
 			r.Payload, r.Attempt, r.RunAt, r.ClaimedAt))
 	}
-	return f, nil
+	return f
 }
 
 // Held is a task the database says a node runs.
@@ -175,9 +244,23 @@ type DuePartition struct {
 // NextDue returns the partitions among partitions that have idle queues,
 // most overdue first.
 func (s *Store) NextDue(ctx context.Context, db DBTX, partitions []int32) ([]DuePartition, error) {
-	rows, err := s.q.QueueNextDue(ctx, s.db(db), partitions)
-	if err != nil {
-		return nil, err
+	var rows []dbgen.QueueNextDueRow
+	if groups := s.byWorker(ctx, db, partitions); groups != nil {
+		for _, g := range groups {
+			parts := pick(partitions, g)
+			rs, err := s.q.QueueNextDueOn(ctx, s.db(db), dbgen.QueueNextDueOnParams{Anchor: parts[0], PartitionIds: parts})
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range rs {
+				rows = append(rows, dbgen.QueueNextDueRow(r))
+			}
+		}
+	} else {
+		var err error
+		if rows, err = s.q.QueueNextDue(ctx, s.db(db), partitions); err != nil {
+			return nil, err
+		}
 	}
 	out := make([]DuePartition, len(rows))
 	for i, r := range rows {

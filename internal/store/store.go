@@ -35,8 +35,9 @@ type DBTX = sqlschema.DBTX
 
 // Store runs pgsched's statements in one schema.
 type Store struct {
-	q  *dbgen.Queries
-	rw *sqlschema.Rewriter
+	q     *dbgen.Queries
+	rw    *sqlschema.Rewriter
+	citus citusPlacement // see citus.go
 }
 
 // New returns a Store for schema ("" means the default, pgsched).
