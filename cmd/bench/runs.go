@@ -24,16 +24,32 @@ func (b *bench) burn(ctx context.Context, ids int) (float64, error) {
 	defer cleanup()
 	// Due now (within the grace window): the backlog is there before the
 	// worker starts, as in the peers' burn-down benchmarks.
+	enqueued := serverCPU()
 	if err := enqueueLoad(ctx, c, b.n, ids, -time.Second); err != nil {
 		return 0, err
 	}
 	cpu, servers := sampleCPU(), serverCPU()
+	if s := serverCPUPerTask(enqueued, servers, b.n); s != "" && b.citus {
+		fmt.Fprintf(os.Stderr, "enqueue, %d ids: PostgreSQL CPU per 1000 tasks by data directory: %s\n", ids, s)
+	}
+	var sessions map[string]int64
+	if b.citus {
+		sessions = citusSessions(ctx, pool)
+	}
 	rate, err := b.burnLoaded(ctx, pool, schema)
 	if err != nil {
 		return 0, err
 	}
 	if s := serverCPUPerTask(servers, serverCPU(), b.n); s != "" {
 		fmt.Fprintf(os.Stderr, "burn-down, %d ids: PostgreSQL CPU per 1000 tasks by data directory: %s\n", ids, s)
+	}
+	if b.citus {
+		after := citusSessions(ctx, pool)
+		var parts []string
+		for _, node := range slices.Sorted(maps.Keys(after)) {
+			parts = append(parts, fmt.Sprintf("%s %.1f", node, float64(after[node]-sessions[node])*1000/float64(b.n)))
+		}
+		fmt.Fprintf(os.Stderr, "burn-down on Citus, %d ids: connections opened per 1000 tasks by server: %s\n", ids, strings.Join(parts, ", "))
 	}
 	if s := cpuSplit(cpu); s != "" {
 		what := "own ordering_id"
@@ -79,6 +95,29 @@ func citusStatements(ctx context.Context, pool *pgxpool.Pool, schema string, n i
 		return "", fmt.Errorf("reading citus_stat_statements (the coordinator needs pg_stat_statements loaded): %w", err)
 	}
 	return fmt.Sprintf("task-table statements per task: %.3f routed whole, %.3f split or spread", float64(whole)/float64(n), float64(other)/float64(n)), nil
+}
+
+// citusSessions reads how many sessions each server of the Citus cluster
+// has opened so far (pg_stat_database.sessions), by host:port; empty when
+// it cannot.
+func citusSessions(ctx context.Context, pool *pgxpool.Pool) map[string]int64 {
+	out := map[string]int64{}
+	rows, err := pool.Query(ctx, `SELECT 'coordinator', sessions FROM pg_stat_database WHERE datname = current_database()
+		UNION ALL
+		SELECT nodename || ':' || nodeport, result::bigint
+		FROM run_command_on_workers('SELECT sessions FROM pg_stat_database WHERE datname = current_database()') WHERE success`)
+	if err != nil {
+		return out
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var node string
+		var n int64
+		if rows.Scan(&node, &n) == nil {
+			out[node] = n
+		}
+	}
+	return out
 }
 
 // burnLoaded starts a worker on schema, where b.n due tasks wait, and
