@@ -28,7 +28,7 @@ func rolesSchema(t *testing.T) string {
 	_, _ = rand.Read(b[:])
 	schema := "roles_" + hex.EncodeToString(b[:])
 	admin := pgtest.AdminPool(t)
-	m, err := pgschedmigrate.New(ctx, admin, pgschedmigrate.Config{Schema: schema, Partitions: 8, Roles: true})
+	m, err := pgschedmigrate.New(ctx, admin, pgschedmigrate.Config{Schema: schema, Partitions: 8, Roles: true, Citus: pgtest.Citus()})
 	require.NoError(t, err)
 	t.Cleanup(func() {
 		require.NoError(t, m.Drop(context.Background()))
@@ -39,6 +39,14 @@ func rolesSchema(t *testing.T) string {
 		}
 	})
 	require.NoError(t, m.Up(ctx))
+	if pgtest.Citus() {
+		// Citus opens its connections to the workers as the current role:
+		// a session acting as one of these roles needs it to log in there.
+		for _, r := range []string{"_enqueue", "_worker", "_read"} {
+			_, err := admin.Exec(ctx, "ALTER ROLE "+schema+r+" LOGIN")
+			require.NoError(t, err)
+		}
+	}
 	return schema
 }
 
@@ -53,6 +61,15 @@ func asRole(t *testing.T, role string, f func(conn *pgxpool.Conn)) {
 	require.NoError(t, err)
 	defer func() { _, _ = conn.Exec(ctx, "RESET ROLE") }()
 	f(conn)
+}
+
+// isPartition reports whether the schema's table name is a partition.
+func isPartition(t *testing.T, schema, name string) bool {
+	t.Helper()
+	var is bool
+	require.NoError(t, pgtest.AdminPool(t).QueryRow(context.Background(), `SELECT c.relispartition FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2`, schema, name).Scan(&is))
+	return is
 }
 
 func requireDenied(t *testing.T, err error, what string) {
@@ -124,7 +141,7 @@ func requireNoExecute(t *testing.T, conn *pgxpool.Conn, role, schema, name, call
 // TestRolesEnqueueAndRead: <schema>_enqueue schedules, reschedules and
 // cancels, and every read or write of every table, every view and every
 // other function is refused; <schema>_read reads every view and nothing
-// else.
+// else (on Citus, the tables under the views too; see grant_roles).
 func TestRolesEnqueueAndRead(t *testing.T) {
 	t.Parallel()
 	schema := rolesSchema(t)
@@ -173,6 +190,14 @@ func TestRolesEnqueueAndRead(t *testing.T) {
 		}
 		for name := range tables {
 			_, err := conn.Exec(ctx, "SELECT * FROM "+schema+"."+name+" LIMIT 1")
+			if pgtest.Citus() {
+				// Partitions are read through their parents; those that
+				// existed at the grant are readable, later ones not.
+				if !isPartition(t, schema, name) {
+					require.NoError(t, err, "on Citus the reader reads the tables the views read on the shards")
+				}
+				continue
+			}
 			requireDenied(t, err, name)
 		}
 		for name, call := range calls {
@@ -210,9 +235,9 @@ func TestRolesWorkerProcesses(t *testing.T) {
 	startChild(t, db, "rw-2", 5*time.Millisecond, 8, 2*time.Second, role)
 
 	const ids, perID = 20, 10
-	now := time.Now()
 	asRole(t, schema+"_enqueue", func(conn *pgxpool.Conn) {
 		for i := range ids {
+			now := time.Now() // the whole loop may outlast the grace window on Citus
 			for j := range perID {
 				_, err := conn.Exec(ctx, "SELECT "+schema+".schedule($1, $2, $3)",
 					fmt.Sprintf("id-%02d", i), now.Add(time.Duration(j)*50*time.Millisecond), fmt.Sprintf("u%02d", j))

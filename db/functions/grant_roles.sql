@@ -56,6 +56,9 @@ BEGIN
     LOOP
         EXECUTE format('GRANT SELECT ON %I.%I TO %I', s, r, rd);
     END LOOP;
+    /*citus -- Citus runs a view's statements on the shards as the reader,
+    -- not as the view's owner: the reader reads the tables.
+    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO %I', s, rd); */
     -- A view's functions run with its reader's rights; partition_of only
     -- computes, citus_partitions and recurring_ticks only read
     -- (citus_placement, and recurring on Citus).
