@@ -77,7 +77,8 @@ func (c *claimer) claim(ctx context.Context, term *lease.Term, free int) (jobs [
 	// half-way: the server may commit it while the client gives up,
 	// leaving tasks claimed that nobody runs.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statementTimeout)
-	jobs, err = d.cfg.Store.Claim(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, claimFrom, free, d.cfg.ClaimAhead)
+	var unreached []int32
+	jobs, unreached, err = d.cfg.Store.ClaimFrom(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, claimFrom, free, d.cfg.ClaimAhead)
 	received = time.Now()
 	cancel()
 	if err != nil {
@@ -96,9 +97,21 @@ func (c *claimer) claim(ctx context.Context, term *lease.Term, free int) (jobs [
 	} else {
 		// The claim moved on from a partition only once it ran dry: start
 		// the next one at the last that gave tasks.
+		// Partitions the claim did not reach (on Citus, those of workers
+		// not called) stay, in their places.
 		last := jobs[len(jobs)-1].Partition
-		for len(c.due) > 1 && c.due[0].Partition != last {
-			c.due = c.due[1:]
+		if len(unreached) == 0 {
+			for len(c.due) > 1 && c.due[0].Partition != last {
+				c.due = c.due[1:]
+			}
+		} else if i := slices.IndexFunc(c.due, func(p store.DuePartition) bool { return p.Partition == last }); i > 0 {
+			kept := make([]store.DuePartition, 0, len(c.due))
+			for _, p := range c.due[:i] {
+				if slices.Contains(unreached, int32(p.Partition)) {
+					kept = append(kept, p)
+				}
+			}
+			c.due = append(kept, c.due[i:]...)
 		}
 	}
 	return jobs, received, true, nil

@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -19,40 +20,56 @@ type Claimed = pgschedtype.Job
 // claimed too; their RunAt is after their ClaimedAt.
 //
 // On Citus it is one transaction per Citus worker holding the partitions
-// (see citus.go), each delegated to its worker.
+// (see citus.go), each delegated to its worker, in the order each worker's
+// first partition comes in the list.
 func (s *Store) Claim(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int, ahead time.Duration) ([]Claimed, error) {
+	jobs, _, err := s.ClaimFrom(ctx, db, node, epoch, partitions, max, ahead)
+	return jobs, err
+}
+
+// ClaimFrom is Claim that also returns the partitions the claim did not
+// reach. On one server there are none: the claim takes the partitions in
+// the order given until it has max tasks, so a partition before the last
+// one that gave tasks ran dry. On Citus, once max tasks are claimed the
+// workers not yet called are not, and their partitions are unreached
+// wherever they stand in the list.
+func (s *Store) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int,
+	ahead time.Duration) (jobs []Claimed, unreached []int32, err error) {
 	if groups := s.byWorker(ctx, db, partitions); groups != nil {
-		var out []Claimed
-		for _, g := range groups {
-			if len(out) >= max {
+		for gi, g := range groups {
+			parts := pick(partitions, g)
+			if len(jobs) >= max {
+				for _, rest := range groups[gi:] {
+					unreached = append(unreached, pick(partitions, rest)...)
+				}
 				break
 			}
-			parts := pick(partitions, g)
 			rows, err := s.q.TaskClaimDueOn(ctx, s.db(db), dbgen.TaskClaimDueOnParams{
-				Anchor: parts[0], NodeID: node, Epoch: epoch, PartitionIds: parts, MaxTasks: int32(max - len(out)), AheadSeconds: ahead.Seconds(),
+				Anchor: parts[0], NodeID: node, Epoch: epoch, PartitionIds: parts, MaxTasks: int32(max - len(jobs)), AheadSeconds: ahead.Seconds(),
 			})
 			if err != nil {
-				return nil, err
+				return nil, nil, fmt.Errorf("claiming on the Citus worker of partition %d: %w", parts[0], err)
 			}
 			for _, r := range rows {
-				out = append(out, claimedRow(dbgen.TaskClaimDueRow(r)))
+				jobs = append(jobs, claimedRow(dbgen.TaskClaimDueRow(r)))
 			}
 		}
-		return out, nil
+		return jobs, unreached, nil
 	}
 	rows, err := s.q.TaskClaimDue(ctx, s.db(db), dbgen.TaskClaimDueParams{
 		NodeID: node, Epoch: epoch, PartitionIds: partitions, MaxTasks: int32(max), AheadSeconds: ahead.Seconds(),
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]Claimed, len(rows))
+	jobs = make([]Claimed, len(rows))
 	for i, r := range rows {
-		out[i] = claimedRow(r)
+		jobs[i] = claimedRow(r)
 	}
-	return out, nil
+	return jobs, nil, nil
 }
 
+// claimedRow builds a Claimed from a row of pgsched.claim_due_many.
 func claimedRow(r dbgen.TaskClaimDueRow) Claimed {
 	return claimed(r.PartitionID, r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind,
 		r.Payload, r.Attempt, r.RunAt, r.ClaimedAt)
@@ -146,7 +163,7 @@ func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, o
 			ChainLimit: arg.ChainLimit,
 		})
 		if err != nil {
-			return Finished{}, err
+			return Finished{}, fmt.Errorf("finishing on the Citus worker of partition %d: %w", arg.PartitionIds[0], err)
 		}
 		rs := make([]dbgen.TaskFinishRow, len(rows))
 		for i, r := range rows {
@@ -250,7 +267,7 @@ func (s *Store) NextDue(ctx context.Context, db DBTX, partitions []int32) ([]Due
 			parts := pick(partitions, g)
 			rs, err := s.q.QueueNextDueOn(ctx, s.db(db), dbgen.QueueNextDueOnParams{Anchor: parts[0], PartitionIds: parts})
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("reading due partitions on the Citus worker of partition %d: %w", parts[0], err)
 			}
 			for _, r := range rs {
 				rows = append(rows, dbgen.QueueNextDueRow(r))
