@@ -114,10 +114,10 @@ FROM pgsched.queue_next_due(sqlc.arg(partition_ids)::integer[]) q;
 SELECT q.partition_id::integer AS partition_id, q.due_in::float8 AS due_in
 FROM pgsched.queue_next_due_on(sqlc.arg(anchor)::integer, sqlc.arg(partition_ids)::integer[]) q;
 
--- CitusWorkers maps each partition to the Citus worker holding it; no
--- rows on one PostgreSQL.
--- name: CitusWorkers :many
-SELECT p.partition_id::integer AS partition_id, p.worker::text AS worker FROM pgsched.citus_partitions() p;
+-- PartitionRoutes maps each partition to the Citus worker its delegated
+-- calls go to; no rows on one PostgreSQL (see pgsched.citus_routes).
+-- name: PartitionRoutes :many
+SELECT r.partition_id::integer AS partition_id, r.worker::text AS worker FROM pgsched.citus_routes() r;
 
 -- name: SettingsGet :one
 SELECT partition_count, extract(epoch FROM grace)::float8 AS grace_seconds, extract(epoch FROM completion_retention)::float8 AS retention_seconds,

@@ -47,37 +47,6 @@ func (q *Queries) CancelRequestsPrune(ctx context.Context, db DBTX) (int32, erro
 	return pruned, err
 }
 
-const citusWorkers = `-- name: CitusWorkers :many
-SELECT p.partition_id::integer AS partition_id, p.worker::text AS worker FROM pgsched.citus_partitions() p
-`
-
-type CitusWorkersRow struct {
-	PartitionID int32
-	Worker      string
-}
-
-// CitusWorkers maps each partition to the Citus worker holding it; no
-// rows on one PostgreSQL.
-func (q *Queries) CitusWorkers(ctx context.Context, db DBTX) ([]CitusWorkersRow, error) {
-	rows, err := db.Query(ctx, citusWorkers)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []CitusWorkersRow{}
-	for rows.Next() {
-		var i CitusWorkersRow
-		if err := rows.Scan(&i.PartitionID, &i.Worker); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const completionEnsurePartitions = `-- name: CompletionEnsurePartitions :one
 SELECT pgsched.ensure_completion_partitions(now(), $1::integer)::integer AS dropped
 `
@@ -144,6 +113,37 @@ SELECT pg_notify('pgsched.due', '')
 func (q *Queries) NotifyDue(ctx context.Context, db DBTX) error {
 	_, err := db.Exec(ctx, notifyDue)
 	return err
+}
+
+const partitionRoutes = `-- name: PartitionRoutes :many
+SELECT r.partition_id::integer AS partition_id, r.worker::text AS worker FROM pgsched.citus_routes() r
+`
+
+type PartitionRoutesRow struct {
+	PartitionID int32
+	Worker      string
+}
+
+// PartitionRoutes maps each partition to the Citus worker its delegated
+// calls go to; no rows on one PostgreSQL (see pgsched.citus_routes).
+func (q *Queries) PartitionRoutes(ctx context.Context, db DBTX) ([]PartitionRoutesRow, error) {
+	rows, err := db.Query(ctx, partitionRoutes)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []PartitionRoutesRow{}
+	for rows.Next() {
+		var i PartitionRoutesRow
+		if err := rows.Scan(&i.PartitionID, &i.Worker); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const pauseSweep = `-- name: PauseSweep :one

@@ -16,16 +16,23 @@ import (
 // db/functions/citus_delegate.sql), so the coordinator routes the call
 // instead of running its PL/pgSQL and routing each statement itself, and
 // the call commits on that worker alone. The store learns where each
-// partition lives from pgsched.citus_partitions and reads it again every
+// partition lives from pgsched.citus_routes and reads it again every
 // placementTTL; a partition moved meanwhile is still served, through the
 // worker the call went to. On one PostgreSQL the lookup finds no rows and
-// the single-node statements run as before.
+// the single-node statements run as before; so it does on a Citus schema
+// not yet migrated to delegated calls.
+//
+// On the workers the calls read the workers' clocks: a claim checks the
+// node's lease, written with the coordinator's clock, against the worker's
+// now(). Keep the servers' clocks in sync (NTP), as Citus deployments do:
+// a worker clock behind the coordinator's lets a node whose lease just ran
+// out claim for that much longer.
 //
 // A call split over two Citus workers commits on each separately. When a
 // later part fails, the earlier ones may have committed: the store returns
 // the error, and the node treats it as any statement whose outcome it did
-// not see (claims are given back by reconcile, outcomes retried are found
-// applied already and fenced).
+// not see (claims are given back by reconcile; outcomes retried are found
+// applied already, and are logged and counted as fenced).
 
 // placementTTL is how long a read of the partitions' Citus workers is used.
 const placementTTL = 30 * time.Second
@@ -74,8 +81,9 @@ func (s *Store) byWorker(ctx context.Context, db DBTX, partitions []int32) [][]i
 }
 
 // readPlacement reads the placement unless another caller did since old
-// was current. A failed read keeps the previous placement until the next
-// try.
+// was current. A failed read is not the call's failure: the previous
+// placement (or none, and the call goes through the coordinator, which
+// serves every partition too) is used for another second.
 func (s *Store) readPlacement(ctx context.Context, db DBTX, old *placement) *placement {
 	s.citus.mu.Lock()
 	defer s.citus.mu.Unlock()
@@ -83,11 +91,13 @@ func (s *Store) readPlacement(ctx context.Context, db DBTX, old *placement) *pla
 		return cur
 	}
 	next := &placement{read: time.Now()}
-	rows, err := s.q.CitusWorkers(ctx, s.db(db))
-	switch {
-	case err != nil && old != nil:
-		next.worker = old.worker
-	case err == nil:
+	rows, err := s.q.PartitionRoutes(ctx, s.db(db))
+	if err != nil {
+		next.read = next.read.Add(time.Second - placementTTL)
+		if old != nil {
+			next.worker = old.worker
+		}
+	} else {
 		next.worker = make(map[int32]string, len(rows))
 		for _, r := range rows {
 			next.worker[r.PartitionID] = r.Worker
