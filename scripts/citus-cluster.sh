@@ -68,17 +68,21 @@ max_prepared_transactions = 200
 citus.max_client_connections = 250
 logging_collector = off
 CONF
-      if [ "$i" -gt 0 ]; then
-        # pgsched runs only delegated calls on the workers, each statement
-        # of which names one partition: a statement planned over several
-        # shards there is a bug, and this cluster refuses it.
-        echo "citus.multi_task_query_log_level = error" >>"$d/postgresql.conf"
-      fi
     fi
     if ! as_pg "$pgbin/pg_ctl" -D "$d" status >/dev/null 2>&1; then
       as_pg "$pgbin/pg_ctl" -D "$d" -l "$d/server.log" -w -t 60 start >/dev/null
     fi
-    psql_at "${ports[$i]}" -c "CREATE EXTENSION IF NOT EXISTS citus" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+    # Only when missing: on a worker already in the cluster Citus refuses
+    # even CREATE EXTENSION IF NOT EXISTS.
+    if [ "$(psql_at "${ports[$i]}" -tAc "SELECT count(*) FROM pg_extension WHERE extname IN ('citus', 'pg_stat_statements')")" != 2 ]; then
+      psql_at "${ports[$i]}" -c "CREATE EXTENSION IF NOT EXISTS citus" -c "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
+    fi
+    if [ "$i" -gt 0 ]; then
+      # pgsched runs only delegated calls on the workers, each statement of
+      # which names one partition: a statement planned over several shards
+      # there is a bug, and this cluster refuses it.
+      psql_at "${ports[$i]}" -c "ALTER SYSTEM SET citus.multi_task_query_log_level = 'error'" -c "SELECT pg_reload_conf()" >/dev/null
+    fi
   done
   psql_at "$port" -c "SELECT citus_set_coordinator_host('127.0.0.1', $port)" >/dev/null
   for i in 1 2; do
