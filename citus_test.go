@@ -431,16 +431,20 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "finished %d", finished)
 		_, err := st.NextDue(ctx, pool, all)
 		require.NoError(t, err)
-		claimed, err := st.Claim(ctx, pool, "routed", lease.Epoch, all, 100, 0)
+		// Small limits, so claims and hand-overs split over both workers
+		// must share them.
+		claimed, err := st.Claim(ctx, pool, "routed", lease.Epoch, all, 7, 0)
 		require.NoError(t, err)
+		require.LessOrEqual(t, len(claimed), 7, "a claim split over workers takes at most max tasks")
 		for len(claimed) > 0 {
 			outs := make([]store.Outcome, len(claimed))
 			for i, c := range claimed {
 				outs[i] = outcome(c)
 			}
-			res, err := st.Finish(ctx, pool, "routed", lease.Epoch, outs, store.Handover{Max: 100, Partitions: all, Limit: 1000})
+			res, err := st.Finish(ctx, pool, "routed", lease.Epoch, outs, store.Handover{Max: 3, Partitions: all, Limit: 1000})
 			require.NoError(t, err)
 			require.Len(t, res.Applied, len(outs))
+			require.LessOrEqual(t, len(res.HandedOver), 3, "a finish split over workers hands over at most Max")
 			finished += len(outs)
 			handedOver += len(res.HandedOver)
 			claimed = res.HandedOver
@@ -455,20 +459,22 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 	// Delegated: the workers ran the calls, each as a statement of its own
 	// (pg_stat_statements there), and the coordinator ran none of the
 	// statements inside them (this pool tracks nested statements).
-	var delegated int64
-	for _, w := range workers {
-		var n int64
-		require.NoError(t, w.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
-			WHERE query ~ '^SELECT' AND query ~ ($1 || '\.(claim_due_on|finish_tasks_on|queue_next_due_on)\(')`, schema).Scan(&n))
-		delegated += n
+	for _, fn := range []string{"claim_due_on", "finish_tasks_on", "queue_next_due_on"} {
+		var delegated int64
+		for _, w := range workers {
+			var n int64
+			require.NoError(t, w.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
+				WHERE query ~ '^SELECT' AND strpos(query, $1) > 0`, schema+"."+fn+"(").Scan(&n))
+			delegated += n
+		}
+		require.Positive(t, delegated, "%s delegated to the workers", fn)
+		t.Logf("%s: %d calls run on the workers", fn, delegated)
 	}
-	require.Positive(t, delegated, "claims, finishes and due reads delegated to the workers")
 	var inside int64
 	require.NoError(t, pool.QueryRow(ctx, `SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_statements
-		WHERE strpos(query, $1 || '.heads') > 0 AND query ~ '(FOR UPDATE SKIP LOCKED|DELETE FROM \S+\.heads)'
-		  AND query !~ 'CREATE OR REPLACE FUNCTION'`, schema).Scan(&inside))
-	require.Zero(t, inside, "the coordinator ran no claim or finish statement")
-	t.Logf("delegated calls run on the workers: %d", delegated)
+		WHERE strpos(query, $1 || '.heads') > 0 AND query ~ '(FOR UPDATE SKIP LOCKED|DELETE FROM \S+\.heads|min\(h\.run_at\))'
+		  AND query !~ 'CREATE OR REPLACE (FUNCTION|VIEW)'`, schema).Scan(&inside))
+	require.Zero(t, inside, "the coordinator ran no claim, finish or due-read statement")
 
 	// What Citus made of the enqueue path on the coordinator.
 	type stmt struct {
@@ -492,3 +498,63 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 	}
 	require.Positive(t, whole, "statements routed whole to one worker")
 }
+
+// TestCitusClaimLeavesUnreachedPartitions: a claim over partitions on two
+// Citus workers that fills up on the first worker does not call the
+// second, and says which partitions it did not reach, so the node keeps
+// looking there instead of taking them for dry.
+func TestCitusClaimLeavesUnreachedPartitions(t *testing.T) {
+	t.Parallel()
+	plain, schema := citusSchema(t, 8)
+	ctx := context.Background()
+	rows, err := plain.Query(ctx, "SELECT partition_id, worker FROM "+schema+".citus_placement ORDER BY partition_id")
+	require.NoError(t, err)
+	type place struct {
+		Partition int32
+		Worker    string
+	}
+	places, err := pgx.CollectRows(rows, pgx.RowToStructByPos[place])
+	require.NoError(t, err)
+	require.Len(t, places, 8)
+	a, b := places[0], places[len(places)-1]
+	require.NotEqual(t, a.Worker, b.Worker, "partitions 0 and 7 live on different workers")
+
+	// Two due tasks in partition a, one in partition b.
+	client, err := pgsched.NewClient(plain, pgsched.ClientConfig{Schema: schema})
+	require.NoError(t, err)
+	now := time.Now()
+	in := map[int32]int{}
+	for i := 0; in[a.Partition] < 2 || in[b.Partition] < 1; i++ {
+		id := fmt.Sprint("u-", i)
+		p := int32(pgsched.Partition(id, 8))
+		if (p == a.Partition && in[p] < 2) || (p == b.Partition && in[p] < 1) {
+			_, err := client.Schedule(ctx, pgsched.Task{OrderingID: id, ScheduledAt: now})
+			require.NoError(t, err)
+			in[p]++
+		}
+	}
+	st, err := store.New(schema)
+	require.NoError(t, err)
+	lease, err := st.NodeRegister(ctx, plain, "unreached", time.Minute, "host", 1, false)
+	require.NoError(t, err)
+
+	// Most overdue first as the node lists them: a, b, a's neighbour on
+	// a's worker. The claim fills up on a's worker.
+	next := places[1]
+	require.Equal(t, a.Worker, next.Worker, "partitions 0 and 1 share a worker")
+	jobs, unreached, err := st.ClaimFrom(ctx, plain, "unreached", lease.Epoch, []int32{a.Partition, b.Partition, next.Partition}, 2, 0)
+	require.NoError(t, err)
+	require.Len(t, jobs, 2)
+	for _, j := range jobs {
+		require.EqualValues(t, a.Partition, j.Partition)
+	}
+	require.Equal(t, []int32{b.Partition}, unreached)
+
+	// Not full: every worker is called, nothing is left unreached.
+	jobs, unreached, err = st.ClaimFrom(ctx, plain, "unreached", lease.Epoch, []int32{a.Partition, b.Partition, next.Partition}, 5, 0)
+	require.NoError(t, err)
+	require.Len(t, jobs, 1)
+	require.EqualValues(t, b.Partition, jobs[0].Partition)
+	require.Empty(t, unreached)
+}
+

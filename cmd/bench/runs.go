@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/pgsched/pgsched"
 )
@@ -47,9 +48,13 @@ func (b *bench) burn(ctx context.Context, ids int) (float64, error) {
 		after := citusSessions(ctx, pool)
 		var parts []string
 		for _, node := range slices.Sorted(maps.Keys(after)) {
-			parts = append(parts, fmt.Sprintf("%s %.1f", node, float64(after[node]-sessions[node])*1000/float64(b.n)))
+			if before, ok := sessions[node]; ok {
+				parts = append(parts, fmt.Sprintf("%s %.1f", node, float64(after[node]-before)*1000/float64(b.n)))
+			}
 		}
-		fmt.Fprintf(os.Stderr, "burn-down on Citus, %d ids: connections opened per 1000 tasks by server: %s\n", ids, strings.Join(parts, ", "))
+		if len(parts) > 0 {
+			fmt.Fprintf(os.Stderr, "burn-down on Citus, %d ids: connections opened per 1000 tasks by server: %s\n", ids, strings.Join(parts, ", "))
+		}
 	}
 	if s := cpuSplit(cpu); s != "" {
 		what := "own ordering_id"
@@ -99,23 +104,26 @@ func citusStatements(ctx context.Context, pool *pgxpool.Pool, schema string, n i
 
 // citusSessions reads how many sessions each server of the Citus cluster
 // has opened so far (pg_stat_database.sessions), by host:port; empty when
-// it cannot.
+// it cannot (the figure is then left out).
 func citusSessions(ctx context.Context, pool *pgxpool.Pool) map[string]int64 {
-	out := map[string]int64{}
+	type row struct {
+		Node     string
+		Sessions int64
+	}
 	rows, err := pool.Query(ctx, `SELECT 'coordinator', sessions FROM pg_stat_database WHERE datname = current_database()
 		UNION ALL
 		SELECT nodename || ':' || nodeport, result::bigint
 		FROM run_command_on_workers('SELECT sessions FROM pg_stat_database WHERE datname = current_database()') WHERE success`)
 	if err != nil {
-		return out
+		return nil
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var node string
-		var n int64
-		if rows.Scan(&node, &n) == nil {
-			out[node] = n
-		}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]int64, len(got))
+	for _, r := range got {
+		out[r.Node] = r.Sessions
 	}
 	return out
 }
