@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -558,3 +559,28 @@ func TestCitusClaimLeavesUnreachedPartitions(t *testing.T) {
 	require.Empty(t, unreached)
 }
 
+// TestCitusEnqueuesOnlyOnCoordinator: an enqueue sent to a Citus worker
+// node is refused with a clear error and stores nothing, since task ids
+// (enqueue order for equal scheduled_at) come from the coordinator's
+// sequence; the same enqueue on the coordinator is stored.
+func TestCitusEnqueuesOnlyOnCoordinator(t *testing.T) {
+	t.Parallel()
+	plain, schema := citusSchema(t, 4)
+	ctx := context.Background()
+	at := time.Now().Add(time.Hour)
+	for _, w := range citusWorkers(t, plain) {
+		var res string
+		err := w.QueryRow(ctx, "SELECT "+schema+".schedule('on-worker', $1)", at).Scan(&res)
+		var pgErr *pgconn.PgError
+		require.ErrorAs(t, err, &pgErr)
+		require.Equal(t, "0A000", pgErr.Code)
+		require.Contains(t, pgErr.Message, "enqueue through the Citus coordinator")
+	}
+	var n int
+	require.NoError(t, plain.QueryRow(ctx, "SELECT count(*) FROM "+schema+".tasks WHERE ordering_id = 'on-worker'").Scan(&n))
+	require.Zero(t, n, "nothing stored by the refused enqueues")
+
+	var res string
+	require.NoError(t, plain.QueryRow(ctx, "SELECT "+schema+".schedule('on-worker', $1)", at).Scan(&res))
+	require.Equal(t, "inserted", res)
+}

@@ -42,6 +42,15 @@ DECLARE
     q     record;
     sub   text[]; */
 BEGIN
+    /*citus -- Citus: enqueue on the coordinator only. Task ids, which order the
+    -- tasks of one ordering_id with equal scheduled_at by enqueue, come from
+    -- the coordinator's task_id_seq (a worker's nextval draws from a range
+    -- of its own, from 2^48 up), and nodes listen for new work there.
+    IF (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g) <> 0 THEN
+        RAISE EXCEPTION 'pgsched: enqueue through the Citus coordinator, not a worker node'
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'Task ids, which order tasks of equal scheduled_at by enqueue, come from the coordinator''s sequence.';
+    END IF; */
     SELECT * INTO STRICT s FROM pgsched.settings;
     IF coalesce(cardinality(scheduled_ats), 0) <> n
        OR (uniqueness_keys IS NOT NULL AND cardinality(uniqueness_keys) <> n)
