@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/pgtest"
 )
 
 // outcomeLog collects the outcomes a worker records; waitFor wakes on each
@@ -51,6 +52,7 @@ func (l *outcomeLog) count(result string) int {
 // new outcome; it fails the test after within.
 func (l *outcomeLog) waitFor(t *testing.T, within time.Duration, cond func(*outcomeLog) bool, msg string, args ...any) {
 	t.Helper()
+	within = pgtest.Patience(within)
 	deadline := time.NewTimer(within)
 	defer deadline.Stop()
 	for !cond(l) {

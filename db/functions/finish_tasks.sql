@@ -73,7 +73,10 @@ DECLARE
     q       record;
     r       record;
     acc     bigint[] := '{}';
-    acc_n   integer := 0; */
+    acc_n   integer := 0;
+    v_tomb  pgsched.completions[];
+    v_dead  pgsched.dead_tasks[];
+    v_new   pgsched.heads[]; */
 BEGIN
     /*citus -- Citus: each statement below names one partition, so Citus routes
     -- it to the worker holding it. A batch spanning partitions runs as one
@@ -121,6 +124,7 @@ BEGIN
     -- Completed and dead tasks leave; where the head knew its successor
     -- (next_tids, see "Known successors"), the successor moves up in the
     -- same statement, by ctid.
+    -- not on citus: begin
     WITH gone AS (
         DELETE FROM pgsched.heads h
         USING (
@@ -131,7 +135,7 @@ BEGIN
         ) b
         -- Held by this node means running (CHECK on heads).
         WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
-          AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca /*citus AND h.partition_id = v_one*/
+          AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca
         RETURNING h.*, b.outcome, b.err
     ), tomb AS (
         INSERT INTO pgsched.completions (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, attempt, node_id, completed_at)
@@ -148,10 +152,7 @@ BEGIN
         FROM gone g WHERE g.backlog AND cardinality(g.next_tids) > 0
     ), moved AS (
         DELETE FROM pgsched.backlog b USING known k
-        -- Citus plans this statement in steps and refuses ctid there: the
-        -- id finds the row (one ordering_id's backlog) instead.
-        WHERE b.partition_id = k.p AND b.id = k.id AND b.ordering_id = k.o /*citus AND b.partition_id = v_one*/
-          AND b.ctid = k.tid -- not on citus
+        WHERE b.partition_id = k.p AND b.id = k.id AND b.ordering_id = k.o AND b.ctid = k.tid
         RETURNING b.*, k.rest_tids, k.rest_ids, k.more_after, k.c AS prev_chain,
                   coalesce(k.i <= room AND b.run_at <= t_now AND k.c < p_chain_limit
                            AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
@@ -175,7 +176,65 @@ BEGIN
            array_agg(g.id), count(*) FILTER (WHERE g.backlog AND cardinality(g.next_tids) > 0),
            (SELECT count(*) FROM ins), (SELECT array_agg(x::pgsched.heads) FROM ins x WHERE x.running)
     INTO gone_p, gone_o, gone_c, gone_id, known_n, moved_n, fast FROM gone g;
-
+    -- not on citus: end
+    /*citus -- Citus: the same in a statement Citus routes whole to the partition's
+    -- shard, which it does only for a query whose modifying CTEs are
+    -- DELETEs or UPDATEs (with an INSERT among them it runs each CTE as a
+    -- step of its own, with intermediate results, an order of magnitude
+    -- slower). The rows to write come back as arrays, and the INSERTs
+    -- follow as statements of their own, in this transaction.
+    WITH gone AS (
+        DELETE FROM pgsched.heads h
+        USING (
+            SELECT b.p, b.o COLLATE "C" AS o, b.id, b.ca, b.outcome, b.err
+            FROM unnest(partition_ids, ordering_ids, task_ids, claimed_ats, outcomes, errors) AS b(p, o, id, ca, outcome, err)
+            WHERE b.outcome IN ('completed', 'dead')
+            ORDER BY b.p, o
+        ) b
+        WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
+          AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND h.partition_id = v_one
+        RETURNING h.*, b.outcome, b.err
+    ), known AS (
+        SELECT g.partition_id AS p, g.ordering_id AS o, g.chain AS c, g.next_tids[1] AS tid, g.next_ids[1] AS id,
+               g.next_tids[2:] AS rest_tids, g.next_ids[2:] AS rest_ids, g.next_more AS more_after,
+               row_number() OVER () AS i
+        FROM gone g WHERE g.backlog AND cardinality(g.next_tids) > 0
+    ), moved AS (
+        DELETE FROM pgsched.backlog b USING known k
+        WHERE b.partition_id = k.p AND b.id = k.id AND b.ordering_id = k.o AND b.ctid = k.tid AND b.partition_id = v_one
+        RETURNING b.*, k.rest_tids, k.rest_ids, k.more_after, k.c AS prev_chain,
+                  coalesce(k.i <= room AND b.run_at <= t_now AND k.c < p_chain_limit
+                           AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
+    )
+    SELECT array_agg(g.partition_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
+           array_agg(g.ordering_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
+           array_agg(g.chain) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
+           array_agg(g.id), count(*) FILTER (WHERE g.backlog AND cardinality(g.next_tids) > 0),
+           array_agg(ROW(g.partition_id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.attempt, g.node_id,
+                         t_now)::pgsched.completions) FILTER (WHERE g.outcome = 'completed'),
+           array_agg(ROW(g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt,
+                         g.err, g.node_id, t_now)::pgsched.dead_tasks) FILTER (WHERE g.outcome = 'dead'),
+           (SELECT array_agg(ROW(m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
+                   m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at,
+                   cardinality(m.rest_tids) > 0 OR m.more_after,
+                   m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
+                   CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
+                   CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_tids END,
+                   CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after, false)::pgsched.heads)
+            FROM moved m)
+    INTO gone_p, gone_o, gone_c, gone_id, known_n, v_tomb, v_dead, v_new FROM gone g;
+    IF v_tomb IS NOT NULL THEN
+        INSERT INTO pgsched.completions SELECT x.* FROM unnest(v_tomb) AS x;
+    END IF;
+    IF v_dead IS NOT NULL THEN
+        INSERT INTO pgsched.dead_tasks SELECT x.* FROM unnest(v_dead) AS x;
+    END IF;
+    moved_n := coalesce(cardinality(v_new), 0);
+    IF v_new IS NOT NULL THEN
+        INSERT INTO pgsched.heads SELECT x.* FROM unnest(v_new) AS x;
+        SELECT array_agg(x) INTO fast FROM unnest(v_new) AS x WHERE x.running;
+    END IF;
+    */
     IF fast IS NOT NULL THEN
         RETURN QUERY
         SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
@@ -195,6 +254,7 @@ BEGIN
         -- probe takes the earliest enqueued), and if no two share a
         -- scheduled_at the next 16 become the new head's known
         -- successors.
+        -- not on citus: begin
         RETURN QUERY
         WITH pick AS (
             SELECT k.p, k.o, k.c, k.i, coalesce(t.tid, f.tids[1]) AS tid, coalesce(t.id, f.ids[1]) AS bid, f.n > 1 AS more,
@@ -208,20 +268,19 @@ BEGIN
                        min(x.scheduled_at) AS sa1, count(*) AS n, count(DISTINCT x.scheduled_at) AS nd
                 FROM (
                     SELECT b.ctid AS tid, b.id, b.scheduled_at, b.uniqueness_key FROM pgsched.backlog b
-                    WHERE b.partition_id = k.p AND b.ordering_id = k.o /*citus AND b.partition_id = v_one*/
+                    WHERE b.partition_id = k.p AND b.ordering_id = k.o
                     ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 18
                 ) x
             ) f
             LEFT JOIN LATERAL (
                 SELECT b.ctid AS tid, b.id FROM pgsched.backlog b
                 WHERE f.n > 1 AND f.nd < f.n
-                  AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.sa1 /*citus AND b.partition_id = v_one*/
+                  AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.sa1
                 ORDER BY b.id LIMIT 1
             ) t ON true
         ), moved AS (
             DELETE FROM pgsched.backlog b USING pick
-            WHERE b.partition_id = pick.p /*citus AND b.partition_id = v_one AND b.ordering_id = pick.o AND b.id = pick.bid*/
-              AND b.ctid = pick.tid -- not on citus
+            WHERE b.partition_id = pick.p AND b.ctid = pick.tid
             RETURNING b.*, pick.more, pick.next_tids, pick.next_ids, pick.next_more, pick.c AS prev_chain,
                       coalesce(pick.i + known_n <= room AND b.run_at <= t_now AND pick.c < p_chain_limit
                                AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
@@ -242,6 +301,55 @@ BEGIN
                x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer
         FROM ins x WHERE x.running;
         GET DIAGNOSTICS handed2 = ROW_COUNT;
+        -- not on citus: end
+        /*citus -- Citus: routed whole, the INSERT apart (see the first statement).
+        v_new := NULL;
+        WITH pick AS (
+            SELECT k.p, k.o, k.c, k.i, coalesce(t.tid, f.tids[1]) AS tid, coalesce(t.id, f.ids[1]) AS bid, f.n > 1 AS more,
+                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.tids[2:17] END AS next_tids,
+                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.ids[2:17] END AS next_ids,
+                   f.n = 18 AS next_more
+            FROM unnest(gone_p, gone_o, gone_c) WITH ORDINALITY AS k(p, o, c, i)
+            CROSS JOIN LATERAL (
+                SELECT array_agg(x.tid ORDER BY x.scheduled_at, x.uniqueness_key) AS tids,
+                       array_agg(x.id ORDER BY x.scheduled_at, x.uniqueness_key) AS ids,
+                       min(x.scheduled_at) AS sa1, count(*) AS n, count(DISTINCT x.scheduled_at) AS nd
+                FROM (
+                    SELECT b.ctid AS tid, b.id, b.scheduled_at, b.uniqueness_key FROM pgsched.backlog b
+                    WHERE b.partition_id = k.p AND b.ordering_id = k.o AND b.partition_id = v_one
+                    ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 18
+                ) x
+            ) f
+            LEFT JOIN LATERAL (
+                SELECT b.ctid AS tid, b.id FROM pgsched.backlog b
+                WHERE f.n > 1 AND f.nd < f.n
+                  AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.sa1 AND b.partition_id = v_one
+                ORDER BY b.id LIMIT 1
+            ) t ON true
+        ), moved AS (
+            DELETE FROM pgsched.backlog b USING pick
+            WHERE b.partition_id = pick.p AND b.ctid = pick.tid AND b.ordering_id = pick.o AND b.id = pick.bid
+              AND b.partition_id = v_one
+            RETURNING b.*, pick.more, pick.next_tids, pick.next_ids, pick.next_more, pick.c AS prev_chain,
+                      coalesce(pick.i + known_n <= room AND b.run_at <= t_now AND pick.c < p_chain_limit
+                               AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
+        )
+        SELECT array_agg(ROW(m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
+                   m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at, m.more,
+                   m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
+                   CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
+                   m.next_tids, m.next_ids, m.next_more, false)::pgsched.heads)
+        INTO v_new FROM moved m;
+        handed2 := 0;
+        IF v_new IS NOT NULL THEN
+            INSERT INTO pgsched.heads SELECT x.* FROM unnest(v_new) AS x;
+            RETURN QUERY
+            SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
+                   x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer
+            FROM unnest(v_new) AS x WHERE x.running;
+            GET DIAGNOSTICS handed2 = ROW_COUNT;
+        END IF;
+        */
         handed := handed + handed2;
         promoted := promoted + cardinality(gone_p);
     END IF;
