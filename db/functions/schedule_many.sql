@@ -40,7 +40,18 @@ DECLARE
     settle_o text[];
     /*citus v_one integer;
     q     record;
-    sub   text[]; */
+    sub   text[];
+    kr_p  integer[] := '{}';
+    kr_o  text[] := '{}';
+    kr_sa timestamptz[] := '{}';
+    kr_uk text[] := '{}';
+    kr_r  text[] := '{}';
+    nb_p  integer[];
+    nb_o  text[];
+    nb_sa timestamptz[];
+    nb_uk text[];
+    nb_k  text[];
+    nb_pl jsonb[]; */
 BEGIN
     /*citus -- Citus: enqueue on the coordinator only. Task ids, which order the
     -- tasks of one ordering_id with equal scheduled_at by enqueue, come from
@@ -217,6 +228,7 @@ BEGIN
     -- (inserted, or overwritten when there). Then the ordering_ids that
     -- got backlog tasks, or lost a head just written, are settled: a task
     -- earlier than an idle head takes its place.
+    -- not on citus: begin
     WITH u AS (
         SELECT x.i, x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
                coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k,
@@ -230,12 +242,12 @@ BEGIN
         SELECT c.*, h.ordering_id IS NOT NULL AS is_head, coalesce(h.running, false) AS head_running
         FROM cand c
         LEFT JOIN pgsched.heads h ON h.partition_id = c.p AND h.ordering_id = c.o
-                                 AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk /*citus AND h.partition_id = v_one*/
+                                 AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk
         WHERE NOT c.fresh
     ), hu AS (
         UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, revision = h.revision + 1, paused = false
         FROM rest r
-        WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o /*citus AND h.partition_id = v_one*/
+        WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o
         RETURNING h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key
     ), bl AS (
         INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
@@ -260,6 +272,73 @@ BEGIN
         SELECT array_agg(x.partition_id) AS p, array_agg(x.ordering_id) AS o FROM bl x
     )
     SELECT res.results, st.p, st.o INTO results, settle_p, settle_o FROM res, st;
+    -- not on citus: end
+    /*citus -- Citus: the same in three steps, so that no statement has an INSERT
+    -- among its modifying CTEs (see finish_tasks): a statement routed whole
+    -- to the partition's shard overwrites the idle heads and returns the
+    -- results so far and the rows the backlog gets, the backlog's INSERT
+    -- follows, and the results are put together without a table.
+    WITH u AS (
+        SELECT x.i, x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
+               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k,
+               x.i IN (SELECT unnest(done)) AS completed, x.i IN (SELECT unnest(fresh)) AS fresh
+        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
+    ), cand AS (
+        SELECT DISTINCT ON (u.p, u.o, u.sa, u.uk) u.*
+        FROM u WHERE NOT u.completed
+        ORDER BY u.p, u.o, u.sa, u.uk, u.i DESC
+    ), rest AS (
+        SELECT c.*, h.ordering_id IS NOT NULL AS is_head, coalesce(h.running, false) AS head_running
+        FROM cand c
+        LEFT JOIN pgsched.heads h ON h.partition_id = c.p AND h.ordering_id = c.o
+                                 AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk AND h.partition_id = v_one
+        WHERE NOT c.fresh
+    ), hu AS (
+        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, revision = h.revision + 1, paused = false
+        FROM rest r
+        WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o AND h.partition_id = v_one
+        RETURNING h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key
+    ), kr AS (
+        SELECT c.p, c.o, c.sa, c.uk, 'inserted' AS r FROM cand c WHERE c.fresh
+        UNION ALL
+        SELECT r.p, r.o, r.sa, r.uk, NULL FROM rest r WHERE r.head_running
+        UNION ALL
+        SELECT x.partition_id, x.ordering_id, x.scheduled_at, x.uniqueness_key, 'updated' FROM hu x
+    )
+    SELECT coalesce(a.p, '{}'), coalesce(a.o, '{}'), coalesce(a.sa, '{}'), coalesce(a.uk, '{}'), coalesce(a.r, '{}'),
+           b.p, b.o, b.sa, b.uk, b.k, b.pl
+    INTO kr_p, kr_o, kr_sa, kr_uk, kr_r, nb_p, nb_o, nb_sa, nb_uk, nb_k, nb_pl
+    FROM (SELECT array_agg(kr.p) AS p, array_agg(kr.o::text) AS o, array_agg(kr.sa) AS sa, array_agg(kr.uk::text) AS uk,
+                 array_agg(kr.r) AS r FROM kr) a,
+         (SELECT array_agg(r.p ORDER BY r.p, r.o, r.sa, r.uk) AS p, array_agg(r.o::text ORDER BY r.p, r.o, r.sa, r.uk) AS o,
+                 array_agg(r.sa ORDER BY r.p, r.o, r.sa, r.uk) AS sa, array_agg(r.uk::text ORDER BY r.p, r.o, r.sa, r.uk) AS uk,
+                 array_agg(r.k ORDER BY r.p, r.o, r.sa, r.uk) AS k, array_agg(r.pl ORDER BY r.p, r.o, r.sa, r.uk) AS pl
+          FROM rest r WHERE NOT r.is_head) b;
+    IF nb_p IS NOT NULL THEN
+        FOR q IN
+            INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
+            SELECT x.p, x.o, x.sa, x.uk, x.k, x.pl, x.sa
+            FROM unnest(nb_p, nb_o, nb_sa, nb_uk, nb_k, nb_pl) WITH ORDINALITY AS x(p, o, sa, uk, k, pl, i)
+            ORDER BY x.i
+            ON CONFLICT (partition_id, ordering_id, scheduled_at, uniqueness_key) DO UPDATE
+            SET kind = excluded.kind, payload = excluded.payload, revision = b.revision + 1
+            RETURNING b.partition_id, b.ordering_id, b.scheduled_at, b.uniqueness_key, (b.revision = 0) AS inserted
+        LOOP
+            kr_p := kr_p || q.partition_id;
+            kr_o := kr_o || q.ordering_id::text;
+            kr_sa := kr_sa || q.scheduled_at;
+            kr_uk := kr_uk || q.uniqueness_key::text;
+            kr_r := kr_r || CASE WHEN q.inserted THEN 'inserted' ELSE 'updated' END;
+            settle_p := settle_p || q.partition_id;
+            settle_o := settle_o || q.ordering_id::text;
+        END LOOP;
+    END IF;
+    SELECT array_agg(CASE WHEN u.completed THEN 'already_completed' ELSE kr.r END ORDER BY u.i) INTO results
+    FROM (SELECT x.i, x.p, x.o, x.sa, coalesce(x.uk, '') AS uk, x.i IN (SELECT unnest(done)) AS completed
+          FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) WITH ORDINALITY AS x(p, o, sa, uk, i)) u
+    LEFT JOIN unnest(kr_p, kr_o, kr_sa, kr_uk, kr_r) AS kr(p, o, sa, uk, r)
+           ON kr.p = u.p AND kr.o = u.o AND kr.sa = u.sa AND kr.uk = u.uk;
+    */
 
     bad_at := array_position(results, NULL);
     IF bad_at IS NOT NULL THEN

@@ -15,8 +15,10 @@ SET enable_mergejoin = off
 SET enable_material = off
 AS $$
 /*citus DECLARE
-    v_one integer;
-    q     record;
+    v_one     integer;
+    q         record;
+    v_demoted pgsched.backlog[];
+    v_new     pgsched.heads[];
 */BEGIN
     /*citus -- Citus: one partition per call (each statement names it, so
     -- Citus routes it to the worker holding it); a call spanning several
@@ -29,6 +31,7 @@ AS $$
     END IF;
     v_one := partition_ids[1];
     */
+    -- not on citus: begin
     WITH k AS (
         SELECT DISTINCT a.p, a.o FROM unnest(partition_ids, ordering_ids) AS a(p, o)
     ), st AS (
@@ -42,36 +45,36 @@ AS $$
         FROM k
         LEFT JOIN LATERAL (
             SELECT b.* FROM pgsched.backlog b
-            WHERE b.partition_id = k.p AND b.ordering_id = k.o /*citus AND b.partition_id = v_one*/
+            WHERE b.partition_id = k.p AND b.ordering_id = k.o
               AND b.scheduled_at = (SELECT b2.scheduled_at FROM pgsched.backlog b2
-                                    WHERE b2.partition_id = k.p AND b2.ordering_id = k.o /*citus AND b2.partition_id = v_one*/
+                                    WHERE b2.partition_id = k.p AND b2.ordering_id = k.o
                                     ORDER BY b2.scheduled_at LIMIT 1)
             ORDER BY b.id LIMIT 1
         ) b ON true
-        LEFT JOIN pgsched.heads h ON h.partition_id = k.p AND h.ordering_id = k.o /*citus AND h.partition_id = v_one*/
+        LEFT JOIN pgsched.heads h ON h.partition_id = k.p AND h.ordering_id = k.o
     ), popped AS (
         DELETE FROM pgsched.backlog b USING st
-        WHERE st.swap AND b.partition_id = st.p AND b.ordering_id = st.o /*citus AND b.partition_id = v_one*/
+        WHERE st.swap AND b.partition_id = st.p AND b.ordering_id = st.o
           AND b.scheduled_at = st.scheduled_at AND b.uniqueness_key = st.uniqueness_key
     ), demoted AS (
         INSERT INTO pgsched.backlog (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                      run_at, attempt, revision, last_error, created_at)
         SELECT h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.id, h.kind, h.payload,
                h.run_at, h.attempt, h.revision, h.last_error, h.created_at
-        FROM st JOIN pgsched.heads h ON h.partition_id = st.p AND h.ordering_id = st.o /*citus AND h.partition_id = v_one*/
+        FROM st JOIN pgsched.heads h ON h.partition_id = st.p AND h.ordering_id = st.o
         WHERE st.swap AND st.has_head
     ), flagged AS (
         UPDATE pgsched.heads h SET backlog = st.has_next, next_tids = NULL, next_ids = NULL
         FROM st
         WHERE NOT st.swap AND st.has_head AND st.flag <> st.has_next
-          AND h.partition_id = st.p AND h.ordering_id = st.o /*citus AND h.partition_id = v_one*/
+          AND h.partition_id = st.p AND h.ordering_id = st.o
     )
     INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                     run_at, attempt, revision, last_error, created_at, backlog)
     SELECT st.p, st.o, st.scheduled_at, st.uniqueness_key, st.id, st.kind, st.payload,
            st.run_at, st.attempt, st.revision, st.last_error, st.created_at,
            st.has_head OR EXISTS (SELECT 1 FROM pgsched.backlog b
-                                  WHERE b.partition_id = st.p AND b.ordering_id = st.o /*citus AND b.partition_id = v_one*/
+                                  WHERE b.partition_id = st.p AND b.ordering_id = st.o
                                     AND (b.scheduled_at, b.uniqueness_key) <> (st.scheduled_at, st.uniqueness_key))
     FROM st WHERE st.swap
     ON CONFLICT (partition_id, ordering_id) DO UPDATE
@@ -79,5 +82,64 @@ AS $$
         kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, attempt = excluded.attempt,
         revision = excluded.revision, last_error = excluded.last_error, created_at = excluded.created_at,
         backlog = excluded.backlog, next_tids = NULL, next_ids = NULL, paused = false;
+    -- not on citus: end
+    /*citus -- Citus: the same, routed whole to the partition's shard: the
+    -- query's modifying CTEs are a DELETE and an UPDATE only (see
+    -- finish_tasks), and the rows to insert come back as arrays, written by
+    -- an INSERT ... SELECT each.
+    WITH k AS (
+        SELECT DISTINCT a.p, a.o FROM unnest(partition_ids, ordering_ids) AS a(p, o)
+    ), st AS (
+        -- The earliest backlog task (two index probes whatever the length)
+        -- and the head, if any; swap: the backlog task becomes the head.
+        SELECT k.p, k.o, b.scheduled_at, b.uniqueness_key, b.id, b.kind, b.payload, b.run_at, b.attempt,
+               b.revision, b.last_error, b.created_at,
+               b.id IS NOT NULL AS has_next, h.ordering_id IS NOT NULL AS has_head, h.backlog AS flag,
+               b.id IS NOT NULL AND (h.ordering_id IS NULL
+                   OR (NOT h.running AND (b.scheduled_at, b.id) < (h.scheduled_at, h.id))) AS swap
+        FROM k
+        LEFT JOIN LATERAL (
+            SELECT b.* FROM pgsched.backlog b
+            WHERE b.partition_id = k.p AND b.ordering_id = k.o AND b.partition_id = v_one
+              AND b.scheduled_at = (SELECT b2.scheduled_at FROM pgsched.backlog b2
+                                    WHERE b2.partition_id = k.p AND b2.ordering_id = k.o AND b2.partition_id = v_one
+                                    ORDER BY b2.scheduled_at LIMIT 1)
+            ORDER BY b.id LIMIT 1
+        ) b ON true
+        LEFT JOIN pgsched.heads h ON h.partition_id = k.p AND h.ordering_id = k.o AND h.partition_id = v_one
+    ), popped AS (
+        DELETE FROM pgsched.backlog b USING st
+        WHERE st.swap AND b.partition_id = st.p AND b.ordering_id = st.o AND b.partition_id = v_one
+          AND b.scheduled_at = st.scheduled_at AND b.uniqueness_key = st.uniqueness_key
+    ), flagged AS (
+        UPDATE pgsched.heads h SET backlog = st.has_next, next_tids = NULL, next_ids = NULL
+        FROM st
+        WHERE NOT st.swap AND st.has_head AND st.flag <> st.has_next
+          AND h.partition_id = st.p AND h.ordering_id = st.o AND h.partition_id = v_one
+    )
+    SELECT (SELECT array_agg(ROW(h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.id, h.kind, h.payload,
+                                 h.run_at, h.attempt, h.revision, h.last_error, h.created_at)::pgsched.backlog)
+            FROM st JOIN pgsched.heads h ON h.partition_id = st.p AND h.ordering_id = st.o AND h.partition_id = v_one
+            WHERE st.swap AND st.has_head),
+           (SELECT array_agg(ROW(st.p, st.o, st.scheduled_at, st.uniqueness_key, st.id, st.kind, st.payload,
+                                 st.run_at, st.attempt, st.revision, st.last_error, st.created_at,
+                                 st.has_head OR EXISTS (SELECT 1 FROM pgsched.backlog b
+                                                        WHERE b.partition_id = st.p AND b.ordering_id = st.o AND b.partition_id = v_one
+                                                          AND (b.scheduled_at, b.uniqueness_key) <> (st.scheduled_at, st.uniqueness_key)),
+                                 false, NULL::text, NULL::bigint, NULL::timestamptz, 0, NULL::tid[], NULL::bigint[], false, false)::pgsched.heads)
+            FROM st WHERE st.swap)
+    INTO v_demoted, v_new;
+    IF v_demoted IS NOT NULL THEN
+        INSERT INTO pgsched.backlog SELECT x.* FROM unnest(v_demoted) AS x;
+    END IF;
+    IF v_new IS NOT NULL THEN
+        INSERT INTO pgsched.heads AS h SELECT x.* FROM unnest(v_new) AS x
+        ON CONFLICT (partition_id, ordering_id) DO UPDATE
+        SET scheduled_at = excluded.scheduled_at, uniqueness_key = excluded.uniqueness_key, id = excluded.id,
+            kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, attempt = excluded.attempt,
+            revision = excluded.revision, last_error = excluded.last_error, created_at = excluded.created_at,
+            backlog = excluded.backlog, next_tids = NULL, next_ids = NULL, paused = false;
+    END IF;
+    */
 END
 $$;
