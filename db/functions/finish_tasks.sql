@@ -124,7 +124,6 @@ BEGIN
     -- Completed and dead tasks leave; where the head knew its successor
     -- (next_tids, see "Known successors"), the successor moves up in the
     -- same statement, by ctid.
-    -- not on citus: begin
     WITH gone AS (
         DELETE FROM pgsched.heads h
         USING (
@@ -135,8 +134,20 @@ BEGIN
         ) b
         -- Held by this node means running (CHECK on heads).
         WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
-          AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca
+          AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca /*citus AND h.partition_id = v_one*/
         RETURNING h.*, b.outcome, b.err
+    ), known AS (
+        SELECT g.partition_id AS p, g.ordering_id AS o, g.chain AS c, g.next_tids[1] AS tid, g.next_ids[1] AS id,
+               g.next_tids[2:] AS rest_tids, g.next_ids[2:] AS rest_ids, g.next_more AS more_after,
+               row_number() OVER () AS i
+        FROM gone g WHERE g.backlog AND cardinality(g.next_tids) > 0
+    ), moved AS (
+        DELETE FROM pgsched.backlog b USING known k
+        WHERE b.partition_id = k.p AND b.id = k.id AND b.ordering_id = k.o AND b.ctid = k.tid /*citus AND b.partition_id = v_one*/
+        RETURNING b.*, k.rest_tids, k.rest_ids, k.more_after, k.c AS prev_chain,
+                  coalesce(k.i <= room AND b.run_at <= t_now AND k.c < p_chain_limit
+                           AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
+    -- not on citus: begin
     ), tomb AS (
         INSERT INTO pgsched.completions (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, attempt, node_id, completed_at)
         SELECT g.partition_id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.attempt, g.node_id, t_now
@@ -145,17 +156,6 @@ BEGIN
         INSERT INTO pgsched.dead_tasks (partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, last_error, node_id)
         SELECT g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt, g.err, g.node_id
         FROM gone g WHERE g.outcome = 'dead'
-    ), known AS (
-        SELECT g.partition_id AS p, g.ordering_id AS o, g.chain AS c, g.next_tids[1] AS tid, g.next_ids[1] AS id,
-               g.next_tids[2:] AS rest_tids, g.next_ids[2:] AS rest_ids, g.next_more AS more_after,
-               row_number() OVER () AS i
-        FROM gone g WHERE g.backlog AND cardinality(g.next_tids) > 0
-    ), moved AS (
-        DELETE FROM pgsched.backlog b USING known k
-        WHERE b.partition_id = k.p AND b.id = k.id AND b.ordering_id = k.o AND b.ctid = k.tid
-        RETURNING b.*, k.rest_tids, k.rest_ids, k.more_after, k.c AS prev_chain,
-                  coalesce(k.i <= room AND b.run_at <= t_now AND k.c < p_chain_limit
-                           AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
     ), ins AS (
         INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                         run_at, attempt, revision, last_error, created_at, backlog,
@@ -183,28 +183,6 @@ BEGIN
     -- step of its own, with intermediate results, an order of magnitude
     -- slower). The rows to write come back as arrays, and the INSERTs
     -- follow as statements of their own, in this transaction.
-    WITH gone AS (
-        DELETE FROM pgsched.heads h
-        USING (
-            SELECT b.p, b.o COLLATE "C" AS o, b.id, b.ca, b.outcome, b.err
-            FROM unnest(partition_ids, ordering_ids, task_ids, claimed_ats, outcomes, errors) AS b(p, o, id, ca, outcome, err)
-            WHERE b.outcome IN ('completed', 'dead')
-            ORDER BY b.p, o
-        ) b
-        WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
-          AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND h.partition_id = v_one
-        RETURNING h.*, b.outcome, b.err
-    ), known AS (
-        SELECT g.partition_id AS p, g.ordering_id AS o, g.chain AS c, g.next_tids[1] AS tid, g.next_ids[1] AS id,
-               g.next_tids[2:] AS rest_tids, g.next_ids[2:] AS rest_ids, g.next_more AS more_after,
-               row_number() OVER () AS i
-        FROM gone g WHERE g.backlog AND cardinality(g.next_tids) > 0
-    ), moved AS (
-        DELETE FROM pgsched.backlog b USING known k
-        WHERE b.partition_id = k.p AND b.id = k.id AND b.ordering_id = k.o AND b.ctid = k.tid AND b.partition_id = v_one
-        RETURNING b.*, k.rest_tids, k.rest_ids, k.more_after, k.c AS prev_chain,
-                  coalesce(k.i <= room AND b.run_at <= t_now AND k.c < p_chain_limit
-                           AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
     )
     SELECT array_agg(g.partition_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
            array_agg(g.ordering_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
@@ -254,8 +232,7 @@ BEGIN
         -- probe takes the earliest enqueued), and if no two share a
         -- scheduled_at the next 16 become the new head's known
         -- successors.
-        -- not on citus: begin
-        RETURN QUERY
+        RETURN QUERY -- not on citus
         WITH pick AS (
             SELECT k.p, k.o, k.c, k.i, coalesce(t.tid, f.tids[1]) AS tid, coalesce(t.id, f.ids[1]) AS bid, f.n > 1 AS more,
                    CASE WHEN f.n > 1 AND f.nd = f.n THEN f.tids[2:17] END AS next_tids,
@@ -268,22 +245,24 @@ BEGIN
                        min(x.scheduled_at) AS sa1, count(*) AS n, count(DISTINCT x.scheduled_at) AS nd
                 FROM (
                     SELECT b.ctid AS tid, b.id, b.scheduled_at, b.uniqueness_key FROM pgsched.backlog b
-                    WHERE b.partition_id = k.p AND b.ordering_id = k.o
+                    WHERE b.partition_id = k.p AND b.ordering_id = k.o /*citus AND b.partition_id = v_one*/
                     ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 18
                 ) x
             ) f
             LEFT JOIN LATERAL (
                 SELECT b.ctid AS tid, b.id FROM pgsched.backlog b
                 WHERE f.n > 1 AND f.nd < f.n
-                  AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.sa1
+                  AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.sa1 /*citus AND b.partition_id = v_one*/
                 ORDER BY b.id LIMIT 1
             ) t ON true
         ), moved AS (
             DELETE FROM pgsched.backlog b USING pick
             WHERE b.partition_id = pick.p AND b.ctid = pick.tid
+              /*citus AND b.ordering_id = pick.o AND b.id = pick.bid AND b.partition_id = v_one*/
             RETURNING b.*, pick.more, pick.next_tids, pick.next_ids, pick.next_more, pick.c AS prev_chain,
                       coalesce(pick.i + known_n <= room AND b.run_at <= t_now AND pick.c < p_chain_limit
                                AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
+        -- not on citus: begin
         ), ins AS (
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                             run_at, attempt, revision, last_error, created_at, backlog,
@@ -303,36 +282,6 @@ BEGIN
         GET DIAGNOSTICS handed2 = ROW_COUNT;
         -- not on citus: end
         /*citus -- Citus: routed whole, the INSERT apart (see the first statement).
-        v_new := NULL;
-        WITH pick AS (
-            SELECT k.p, k.o, k.c, k.i, coalesce(t.tid, f.tids[1]) AS tid, coalesce(t.id, f.ids[1]) AS bid, f.n > 1 AS more,
-                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.tids[2:17] END AS next_tids,
-                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.ids[2:17] END AS next_ids,
-                   f.n = 18 AS next_more
-            FROM unnest(gone_p, gone_o, gone_c) WITH ORDINALITY AS k(p, o, c, i)
-            CROSS JOIN LATERAL (
-                SELECT array_agg(x.tid ORDER BY x.scheduled_at, x.uniqueness_key) AS tids,
-                       array_agg(x.id ORDER BY x.scheduled_at, x.uniqueness_key) AS ids,
-                       min(x.scheduled_at) AS sa1, count(*) AS n, count(DISTINCT x.scheduled_at) AS nd
-                FROM (
-                    SELECT b.ctid AS tid, b.id, b.scheduled_at, b.uniqueness_key FROM pgsched.backlog b
-                    WHERE b.partition_id = k.p AND b.ordering_id = k.o AND b.partition_id = v_one
-                    ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 18
-                ) x
-            ) f
-            LEFT JOIN LATERAL (
-                SELECT b.ctid AS tid, b.id FROM pgsched.backlog b
-                WHERE f.n > 1 AND f.nd < f.n
-                  AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.sa1 AND b.partition_id = v_one
-                ORDER BY b.id LIMIT 1
-            ) t ON true
-        ), moved AS (
-            DELETE FROM pgsched.backlog b USING pick
-            WHERE b.partition_id = pick.p AND b.ctid = pick.tid AND b.ordering_id = pick.o AND b.id = pick.bid
-              AND b.partition_id = v_one
-            RETURNING b.*, pick.more, pick.next_tids, pick.next_ids, pick.next_more, pick.c AS prev_chain,
-                      coalesce(pick.i + known_n <= room AND b.run_at <= t_now AND pick.c < p_chain_limit
-                               AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
         )
         SELECT array_agg(ROW(m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
                    m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at, m.more,

@@ -228,7 +228,6 @@ BEGIN
     -- (inserted, or overwritten when there). Then the ordering_ids that
     -- got backlog tasks, or lost a head just written, are settled: a task
     -- earlier than an idle head takes its place.
-    -- not on citus: begin
     WITH u AS (
         SELECT x.i, x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
                coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k,
@@ -242,13 +241,14 @@ BEGIN
         SELECT c.*, h.ordering_id IS NOT NULL AS is_head, coalesce(h.running, false) AS head_running
         FROM cand c
         LEFT JOIN pgsched.heads h ON h.partition_id = c.p AND h.ordering_id = c.o
-                                 AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk
+                                 AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk /*citus AND h.partition_id = v_one*/
         WHERE NOT c.fresh
     ), hu AS (
         UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, revision = h.revision + 1, paused = false
         FROM rest r
-        WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o
+        WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o /*citus AND h.partition_id = v_one*/
         RETURNING h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key
+    -- not on citus: begin
     ), bl AS (
         INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
         SELECT r.p, r.o, r.sa, r.uk, r.k, r.pl, r.sa FROM rest r WHERE NOT r.is_head
@@ -278,26 +278,6 @@ BEGIN
     -- to the partition's shard overwrites the idle heads and returns the
     -- results so far and the rows the backlog gets, the backlog's INSERT
     -- follows, and the results are put together without a table.
-    WITH u AS (
-        SELECT x.i, x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
-               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k,
-               x.i IN (SELECT unnest(done)) AS completed, x.i IN (SELECT unnest(fresh)) AS fresh
-        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
-    ), cand AS (
-        SELECT DISTINCT ON (u.p, u.o, u.sa, u.uk) u.*
-        FROM u WHERE NOT u.completed
-        ORDER BY u.p, u.o, u.sa, u.uk, u.i DESC
-    ), rest AS (
-        SELECT c.*, h.ordering_id IS NOT NULL AS is_head, coalesce(h.running, false) AS head_running
-        FROM cand c
-        LEFT JOIN pgsched.heads h ON h.partition_id = c.p AND h.ordering_id = c.o
-                                 AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk AND h.partition_id = v_one
-        WHERE NOT c.fresh
-    ), hu AS (
-        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, revision = h.revision + 1, paused = false
-        FROM rest r
-        WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o AND h.partition_id = v_one
-        RETURNING h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key
     ), kr AS (
         SELECT c.p, c.o, c.sa, c.uk, 'inserted' AS r FROM cand c WHERE c.fresh
         UNION ALL

@@ -31,7 +31,6 @@ AS $$
     END IF;
     v_one := partition_ids[1];
     */
-    -- not on citus: begin
     WITH k AS (
         SELECT DISTINCT a.p, a.o FROM unnest(partition_ids, ordering_ids) AS a(p, o)
     ), st AS (
@@ -45,17 +44,23 @@ AS $$
         FROM k
         LEFT JOIN LATERAL (
             SELECT b.* FROM pgsched.backlog b
-            WHERE b.partition_id = k.p AND b.ordering_id = k.o
+            WHERE b.partition_id = k.p AND b.ordering_id = k.o /*citus AND b.partition_id = v_one*/
               AND b.scheduled_at = (SELECT b2.scheduled_at FROM pgsched.backlog b2
-                                    WHERE b2.partition_id = k.p AND b2.ordering_id = k.o
+                                    WHERE b2.partition_id = k.p AND b2.ordering_id = k.o /*citus AND b2.partition_id = v_one*/
                                     ORDER BY b2.scheduled_at LIMIT 1)
             ORDER BY b.id LIMIT 1
         ) b ON true
-        LEFT JOIN pgsched.heads h ON h.partition_id = k.p AND h.ordering_id = k.o
+        LEFT JOIN pgsched.heads h ON h.partition_id = k.p AND h.ordering_id = k.o /*citus AND h.partition_id = v_one*/
     ), popped AS (
         DELETE FROM pgsched.backlog b USING st
-        WHERE st.swap AND b.partition_id = st.p AND b.ordering_id = st.o
+        WHERE st.swap AND b.partition_id = st.p AND b.ordering_id = st.o /*citus AND b.partition_id = v_one*/
           AND b.scheduled_at = st.scheduled_at AND b.uniqueness_key = st.uniqueness_key
+    ), flagged AS (
+        UPDATE pgsched.heads h SET backlog = st.has_next, next_tids = NULL, next_ids = NULL
+        FROM st
+        WHERE NOT st.swap AND st.has_head AND st.flag <> st.has_next
+          AND h.partition_id = st.p AND h.ordering_id = st.o /*citus AND h.partition_id = v_one*/
+    -- not on citus: begin
     ), demoted AS (
         INSERT INTO pgsched.backlog (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                      run_at, attempt, revision, last_error, created_at)
@@ -63,11 +68,6 @@ AS $$
                h.run_at, h.attempt, h.revision, h.last_error, h.created_at
         FROM st JOIN pgsched.heads h ON h.partition_id = st.p AND h.ordering_id = st.o
         WHERE st.swap AND st.has_head
-    ), flagged AS (
-        UPDATE pgsched.heads h SET backlog = st.has_next, next_tids = NULL, next_ids = NULL
-        FROM st
-        WHERE NOT st.swap AND st.has_head AND st.flag <> st.has_next
-          AND h.partition_id = st.p AND h.ordering_id = st.o
     )
     INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                     run_at, attempt, revision, last_error, created_at, backlog)
@@ -83,39 +83,10 @@ AS $$
         revision = excluded.revision, last_error = excluded.last_error, created_at = excluded.created_at,
         backlog = excluded.backlog, next_tids = NULL, next_ids = NULL, paused = false;
     -- not on citus: end
-    /*citus -- Citus: the same, routed whole to the partition's shard: the
-    -- query's modifying CTEs are a DELETE and an UPDATE only (see
-    -- finish_tasks), and the rows to insert come back as arrays, written by
-    -- an INSERT ... SELECT each.
-    WITH k AS (
-        SELECT DISTINCT a.p, a.o FROM unnest(partition_ids, ordering_ids) AS a(p, o)
-    ), st AS (
-        -- The earliest backlog task (two index probes whatever the length)
-        -- and the head, if any; swap: the backlog task becomes the head.
-        SELECT k.p, k.o, b.scheduled_at, b.uniqueness_key, b.id, b.kind, b.payload, b.run_at, b.attempt,
-               b.revision, b.last_error, b.created_at,
-               b.id IS NOT NULL AS has_next, h.ordering_id IS NOT NULL AS has_head, h.backlog AS flag,
-               b.id IS NOT NULL AND (h.ordering_id IS NULL
-                   OR (NOT h.running AND (b.scheduled_at, b.id) < (h.scheduled_at, h.id))) AS swap
-        FROM k
-        LEFT JOIN LATERAL (
-            SELECT b.* FROM pgsched.backlog b
-            WHERE b.partition_id = k.p AND b.ordering_id = k.o AND b.partition_id = v_one
-              AND b.scheduled_at = (SELECT b2.scheduled_at FROM pgsched.backlog b2
-                                    WHERE b2.partition_id = k.p AND b2.ordering_id = k.o AND b2.partition_id = v_one
-                                    ORDER BY b2.scheduled_at LIMIT 1)
-            ORDER BY b.id LIMIT 1
-        ) b ON true
-        LEFT JOIN pgsched.heads h ON h.partition_id = k.p AND h.ordering_id = k.o AND h.partition_id = v_one
-    ), popped AS (
-        DELETE FROM pgsched.backlog b USING st
-        WHERE st.swap AND b.partition_id = st.p AND b.ordering_id = st.o AND b.partition_id = v_one
-          AND b.scheduled_at = st.scheduled_at AND b.uniqueness_key = st.uniqueness_key
-    ), flagged AS (
-        UPDATE pgsched.heads h SET backlog = st.has_next, next_tids = NULL, next_ids = NULL
-        FROM st
-        WHERE NOT st.swap AND st.has_head AND st.flag <> st.has_next
-          AND h.partition_id = st.p AND h.ordering_id = st.o AND h.partition_id = v_one
+    /*citus -- Citus: the statement above with only a DELETE and an UPDATE among
+    -- its modifying CTEs, which Citus routes whole to the partition's shard
+    -- (see finish_tasks); the rows to insert come back as arrays, each
+    -- written by an INSERT ... SELECT.
     )
     SELECT (SELECT array_agg(ROW(h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.id, h.kind, h.payload,
                                  h.run_at, h.attempt, h.revision, h.last_error, h.created_at)::pgsched.backlog)
