@@ -1,11 +1,13 @@
 package pgsched_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -583,4 +585,64 @@ func TestCitusEnqueuesOnlyOnCoordinator(t *testing.T) {
 	var res string
 	require.NoError(t, plain.QueryRow(ctx, "SELECT "+schema+".schedule('on-worker', $1)", at).Scan(&res))
 	require.Equal(t, "inserted", res)
+}
+
+// TestCitusSplitFinishKeepsWhatCommitted: a finish split over two Citus
+// workers commits on each alone. When the second call is refused, the
+// first has committed: Finish returns what it applied with the error, so
+// the node settles those outcomes instead of taking them for fenced when
+// it writes the rest again.
+func TestCitusSplitFinishKeepsWhatCommitted(t *testing.T) {
+	t.Parallel()
+	plain, schema := citusSchema(t, 8)
+	ctx := context.Background()
+	rows, err := plain.Query(ctx, "SELECT partition_id, worker FROM "+schema+".citus_placement ORDER BY partition_id")
+	require.NoError(t, err)
+	type place struct {
+		Partition int32
+		Worker    string
+	}
+	places, err := pgx.CollectRows(rows, pgx.RowToStructByPos[place])
+	require.NoError(t, err)
+	a, b := places[0], places[len(places)-1]
+	require.NotEqual(t, a.Worker, b.Worker, "partitions 0 and 7 live on different workers")
+
+	// One task in partition a, one in partition b.
+	client, err := pgsched.NewClient(plain, pgsched.ClientConfig{Schema: schema})
+	require.NoError(t, err)
+	ids := map[int32]string{}
+	for i := 0; ids[a.Partition] == "" || ids[b.Partition] == ""; i++ {
+		id := fmt.Sprint("s-", i)
+		if p := int32(pgsched.Partition(id, 8)); (p == a.Partition || p == b.Partition) && ids[p] == "" {
+			_, err := client.Schedule(ctx, pgsched.Task{OrderingID: id, ScheduledAt: time.Now()})
+			require.NoError(t, err)
+			ids[p] = id
+		}
+	}
+	// The database refuses b's task as a dead task.
+	_, err = plain.Exec(ctx, "ALTER TABLE "+schema+".dead_tasks ADD CONSTRAINT refuse_b CHECK (ordering_id <> '"+ids[b.Partition]+"')")
+	require.NoError(t, err)
+
+	st, err := store.New(schema)
+	require.NoError(t, err)
+	lease, err := st.NodeRegister(ctx, plain, "split", time.Minute, "host", 1, false)
+	require.NoError(t, err)
+	claimed, err := st.Claim(ctx, plain, "split", lease.Epoch, []int32{a.Partition, b.Partition}, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, claimed, 2)
+	slices.SortFunc(claimed, func(x, y store.Claimed) int { return cmp.Compare(x.Partition, y.Partition) })
+	outs := []store.Outcome{
+		{Partition: claimed[0].Partition, OrderingID: claimed[0].OrderingID, ID: claimed[0].ID, ClaimedAt: claimed[0].ClaimedAt, Outcome: store.OutcomeCompleted},
+		{Partition: claimed[1].Partition, OrderingID: claimed[1].OrderingID, ID: claimed[1].ID, ClaimedAt: claimed[1].ClaimedAt, Outcome: store.OutcomeDead, Error: "give up"},
+	}
+	res, err := st.Finish(ctx, plain, "split", lease.Epoch, outs, store.Handover{})
+	require.ErrorContains(t, err, "refuse_b")
+	require.Equal(t, []int64{claimed[0].ID}, res.Applied, "the first worker's part committed and says so")
+
+	var completed int
+	require.NoError(t, plain.QueryRow(ctx, "SELECT count(*) FROM "+schema+".completions WHERE ordering_id = $1", ids[a.Partition]).Scan(&completed))
+	require.Equal(t, 1, completed)
+	var running bool
+	require.NoError(t, plain.QueryRow(ctx, "SELECT running FROM "+schema+".heads WHERE ordering_id = $1", ids[b.Partition]).Scan(&running))
+	require.True(t, running, "the refused part changed nothing")
 }

@@ -288,37 +288,37 @@ func (f *finisher) write(batch []finishItem) (unwritten, refused []finishItem, c
 // returned as refused. Any other failure (the connection, a timeout)
 // returns every outcome not yet written, to be tried again as they are.
 func (f *finisher) writeGroup(ctx context.Context, epoch int64, items []finishItem) (unwritten, refused []finishItem, claimable int, err error) {
-	claimable, err = f.finish(ctx, epoch, items)
+	claimable, items, err = f.finish(ctx, epoch, items)
 	if err == nil {
 		return nil, nil, claimable, nil
 	}
 	code, ok := refusal(err)
 	if !ok {
-		return items, nil, 0, err
+		return items, nil, claimable, err
 	}
 	if len(items) > 1 {
 		h := len(items) / 2
 		u, r1, c1, err := f.writeGroup(ctx, epoch, items[:h])
 		if err != nil {
-			return append(u, items[h:]...), r1, c1, err
+			return append(u, items[h:]...), r1, claimable + c1, err
 		}
 		u, r2, c2, err := f.writeGroup(ctx, epoch, items[h:])
-		return u, append(r1, r2...), c1 + c2, err
+		return u, append(r1, r2...), claimable + c1 + c2, err
 	}
 	it := items[0]
 	if it.res.Error != "" {
 		plain := it
 		plain.res.Error = fmt.Sprintf("pgsched: this outcome's error text could not be stored (SQLSTATE %s)", code)
-		if c, err2 := f.finish(ctx, epoch, []finishItem{plain}); err2 == nil {
+		if c, _, err2 := f.finish(ctx, epoch, []finishItem{plain}); err2 == nil {
 			f.cfg.Logger.Warn("recorded a task's outcome without its error text, which the database refused",
 				"ordering_id", it.job.OrderingID, "task_id", it.job.ID, "outcome", it.res.Outcome, "error", err)
-			return nil, nil, c, nil
+			return nil, nil, claimable + c, nil
 		}
 	}
 	f.noteFailure(err)
 	f.cfg.Logger.Error("the database refuses this task's outcome; it is set aside and tried again, and the others are written",
 		"ordering_id", it.job.OrderingID, "task_id", it.job.ID, "outcome", it.res.Outcome, "error", err)
-	return nil, items, 0, nil
+	return nil, items, claimable, nil
 }
 
 // refusal reports whether err is PostgreSQL refusing a statement for the
@@ -348,8 +348,11 @@ var relayedRefusal = regexp.MustCompile(`violates (check|unique|foreign key|not-
 
 // finish writes the outcomes of one term in one statement and settles
 // them: successors handed over start, hooks are told, fenced outcomes
-// are logged.
-func (f *finisher) finish(ctx context.Context, epoch int64, items []finishItem) (int, error) {
+// are logged. On error it returns the items still to write: all of them,
+// or on Citus, where a finish split over workers may fail after an
+// earlier part committed, those that part did not apply (what it did is
+// settled as on success).
+func (f *finisher) finish(ctx context.Context, epoch int64, items []finishItem) (int, []finishItem, error) {
 	outs := make([]store.Outcome, len(items))
 	finished := 0
 	for j, it := range items {
@@ -363,10 +366,34 @@ func (f *finisher) finish(ctx context.Context, epoch int64, items []finishItem) 
 	}
 	res, err := f.cfg.Store.Finish(ctx, f.cfg.DB, f.cfg.Node.ID(), epoch, outs, f.handover(epoch, finished))
 	if err != nil {
-		return 0, err
+		if len(res.Applied) == 0 && len(res.HandedOver) == 0 {
+			return 0, items, err
+		}
+		done := make(map[int64]bool, len(res.Applied))
+		for _, id := range res.Applied {
+			done[id] = true
+		}
+		var applied, rest []finishItem
+		for _, it := range items {
+			if done[it.job.ID] {
+				applied = append(applied, it)
+			} else {
+				rest = append(rest, it)
+			}
+		}
+		f.settle(epoch, applied, res, len(outs))
+		return res.Claimable, rest, err
 	}
+	f.settle(epoch, items, res, len(outs))
+	return res.Claimable, nil, nil
+}
+
+// settle does what follows a written batch of n outcomes for the items
+// in it: successors handed over start, hooks are told, outcomes not
+// applied are logged as fenced.
+func (f *finisher) settle(epoch int64, items []finishItem, res store.Finished, n int) {
 	next, ids := res.HandedOver, res.Applied
-	f.handedShare.Store(int32(100 * len(next) / len(outs)))
+	f.handedShare.Store(int32(100 * len(next) / n))
 	if len(next) > 0 {
 		f.handedOver(epoch, next)
 	}
@@ -392,7 +419,6 @@ func (f *finisher) finish(ctx context.Context, epoch int64, items []finishItem) 
 			h(it.job, res, it.ran)
 		}
 	}
-	return res.Claimable, nil
 }
 
 // noteFailure records that outcomes failed to be written: the time of the

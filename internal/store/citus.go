@@ -29,10 +29,10 @@ import (
 // out claim for that much longer.
 //
 // A call split over two Citus workers commits on each separately. When a
-// later part fails, the earlier ones may have committed: the store returns
-// the error, and the node treats it as any statement whose outcome it did
-// not see (claims are given back by reconcile; outcomes retried are found
-// applied already, and are logged and counted as fenced).
+// later part fails, the earlier ones have committed: Finish returns what
+// they did with the error (the node writes only the rest again); Claim
+// returns the error alone, and the node treats it as any claim whose
+// response it did not see (reconcile gives the tasks back).
 
 // placementTTL is how long a read of the partitions' Citus workers is used.
 const placementTTL = 30 * time.Second

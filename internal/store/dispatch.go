@@ -138,8 +138,11 @@ type Finished struct {
 // Finish records outcomes in one statement. Only tasks still held by the
 // claim each outcome is for change: (node, epoch) and ClaimedAt. On Citus
 // it is one statement per Citus worker holding the tasks (see citus.go),
-// each delegated to its worker; successors handed over count against one
-// budget, hand.Max.
+// each delegated to its worker and committed there; successors handed
+// over count against one budget, hand.Max. When a later call fails, the
+// earlier ones have committed: Finish then returns what they did with
+// the error, and the outcomes not among its Applied are the ones to try
+// again.
 func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, outs []Outcome, hand Handover) (Finished, error) {
 	parts := make([]int32, len(outs))
 	for i, o := range outs {
@@ -163,7 +166,7 @@ func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, o
 			ChainLimit: arg.ChainLimit,
 		})
 		if err != nil {
-			return Finished{}, fmt.Errorf("finishing on the Citus worker of partition %d: %w", arg.PartitionIds[0], err)
+			return f, fmt.Errorf("finishing on the Citus worker of partition %d: %w", arg.PartitionIds[0], err)
 		}
 		rs := make([]dbgen.TaskFinishRow, len(rows))
 		for i, r := range rows {
