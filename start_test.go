@@ -121,7 +121,9 @@ func TestNewWorkerConfigErrors(t *testing.T) {
 		{"DrainTimeout", "DrainTimeout must not be negative", func(c *pgsched.WorkerConfig) { c.DrainTimeout = -time.Second }},
 		{"PollInterval", "PollInterval must not be negative", func(c *pgsched.WorkerConfig) { c.PollInterval = -time.Second }},
 		{"FlexDown", "FlexDown must not be negative", func(c *pgsched.WorkerConfig) { c.FlexDown = -time.Second }},
-		{"ClusterInterval", "ClusterInterval 1s must be shorter than LeaseTTL 1s", func(c *pgsched.WorkerConfig) { c.ClusterInterval = time.Second }},
+		{"ClusterInterval", "ClusterInterval 1s must be shorter than LeaseTTL 1s", func(c *pgsched.WorkerConfig) {
+			c.LeaseTTL, c.ClusterInterval = time.Second, time.Second
+		}},
 		{"ClaimAhead", "ClaimAhead must be at most 1s", func(c *pgsched.WorkerConfig) { c.ClaimAhead = 2 * time.Second }},
 		{"Retry", "Retry.MaxAttempts must not be negative", func(c *pgsched.WorkerConfig) { c.Retry.MaxAttempts = -1 }},
 		{`Handlers["x"]`, `Handlers["x"] is nil`, func(c *pgsched.WorkerConfig) {
