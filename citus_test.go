@@ -587,6 +587,32 @@ func TestCitusEnqueuesOnlyOnCoordinator(t *testing.T) {
 	require.Equal(t, "inserted", res)
 }
 
+// onTwoWorkers schedules one task due now in partition 0 and one in
+// partition 7 of a fresh 8-partition Citus schema, which live on
+// different Citus workers, and returns the coordinator pool, the schema
+// and the two ordering_ids.
+func onTwoWorkers(t *testing.T) (*pgxpool.Pool, string, string, string) {
+	t.Helper()
+	plain, schema := citusSchema(t, 8)
+	ctx := context.Background()
+	var w0, w7 string
+	require.NoError(t, plain.QueryRow(ctx, "SELECT min(worker) FILTER (WHERE partition_id = 0), min(worker) FILTER (WHERE partition_id = 7) FROM "+
+		schema+".citus_placement").Scan(&w0, &w7))
+	require.NotEqual(t, w0, w7, "partitions 0 and 7 live on different workers")
+	client, err := pgsched.NewClient(plain, pgsched.ClientConfig{Schema: schema})
+	require.NoError(t, err)
+	ids := map[int]string{}
+	for i := 0; ids[0] == "" || ids[7] == ""; i++ {
+		id := fmt.Sprint("s-", i)
+		if p := pgsched.Partition(id, 8); (p == 0 || p == 7) && ids[p] == "" {
+			_, err := client.Schedule(ctx, pgsched.Task{OrderingID: id, ScheduledAt: time.Now()})
+			require.NoError(t, err)
+			ids[p] = id
+		}
+	}
+	return plain, schema, ids[0], ids[7]
+}
+
 // TestCitusSplitFinishKeepsWhatCommitted: a finish split over two Citus
 // workers commits on each alone. When the second call is refused, the
 // first has committed: Finish returns what it applied with the error, so
@@ -594,40 +620,17 @@ func TestCitusEnqueuesOnlyOnCoordinator(t *testing.T) {
 // it writes the rest again.
 func TestCitusSplitFinishKeepsWhatCommitted(t *testing.T) {
 	t.Parallel()
-	plain, schema := citusSchema(t, 8)
+	plain, schema, a, b := onTwoWorkers(t)
 	ctx := context.Background()
-	rows, err := plain.Query(ctx, "SELECT partition_id, worker FROM "+schema+".citus_placement ORDER BY partition_id")
-	require.NoError(t, err)
-	type place struct {
-		Partition int32
-		Worker    string
-	}
-	places, err := pgx.CollectRows(rows, pgx.RowToStructByPos[place])
-	require.NoError(t, err)
-	a, b := places[0], places[len(places)-1]
-	require.NotEqual(t, a.Worker, b.Worker, "partitions 0 and 7 live on different workers")
-
-	// One task in partition a, one in partition b.
-	client, err := pgsched.NewClient(plain, pgsched.ClientConfig{Schema: schema})
-	require.NoError(t, err)
-	ids := map[int32]string{}
-	for i := 0; ids[a.Partition] == "" || ids[b.Partition] == ""; i++ {
-		id := fmt.Sprint("s-", i)
-		if p := int32(pgsched.Partition(id, 8)); (p == a.Partition || p == b.Partition) && ids[p] == "" {
-			_, err := client.Schedule(ctx, pgsched.Task{OrderingID: id, ScheduledAt: time.Now()})
-			require.NoError(t, err)
-			ids[p] = id
-		}
-	}
 	// The database refuses b's task as a dead task.
-	_, err = plain.Exec(ctx, "ALTER TABLE "+schema+".dead_tasks ADD CONSTRAINT refuse_b CHECK (ordering_id <> '"+ids[b.Partition]+"')")
+	_, err := plain.Exec(ctx, "ALTER TABLE "+schema+".dead_tasks ADD CONSTRAINT refuse_b CHECK (ordering_id <> '"+b+"')")
 	require.NoError(t, err)
 
 	st, err := store.New(schema)
 	require.NoError(t, err)
 	lease, err := st.NodeRegister(ctx, plain, "split", time.Minute, "host", 1, false)
 	require.NoError(t, err)
-	claimed, err := st.Claim(ctx, plain, "split", lease.Epoch, []int32{a.Partition, b.Partition}, 10, 0)
+	claimed, err := st.Claim(ctx, plain, "split", lease.Epoch, []int32{0, 7}, 10, time.Second)
 	require.NoError(t, err)
 	require.Len(t, claimed, 2)
 	slices.SortFunc(claimed, func(x, y store.Claimed) int { return cmp.Compare(x.Partition, y.Partition) })
@@ -640,9 +643,53 @@ func TestCitusSplitFinishKeepsWhatCommitted(t *testing.T) {
 	require.Equal(t, []int64{claimed[0].ID}, res.Applied, "the first worker's part committed and says so")
 
 	var completed int
-	require.NoError(t, plain.QueryRow(ctx, "SELECT count(*) FROM "+schema+".completions WHERE ordering_id = $1", ids[a.Partition]).Scan(&completed))
+	require.NoError(t, plain.QueryRow(ctx, "SELECT count(*) FROM "+schema+".completions WHERE ordering_id = $1", a).Scan(&completed))
 	require.Equal(t, 1, completed)
 	var running bool
-	require.NoError(t, plain.QueryRow(ctx, "SELECT running FROM "+schema+".heads WHERE ordering_id = $1", ids[b.Partition]).Scan(&running))
+	require.NoError(t, plain.QueryRow(ctx, "SELECT running FROM "+schema+".heads WHERE ordering_id = $1", b).Scan(&running))
 	require.True(t, running, "the refused part changed nothing")
+}
+
+// TestCitusRefusedOutcomeKeepsItsBatchmates: a worker's batch of outcomes
+// split over two Citus workers, the second part refused: the first
+// part's completion, which committed, is reported completed, not fenced,
+// and the refused outcome is set aside until the database takes it.
+func TestCitusRefusedOutcomeKeepsItsBatchmates(t *testing.T) {
+	t.Parallel()
+	plain, schema, a, b := onTwoWorkers(t)
+	ctx := context.Background()
+	_, err := plain.Exec(ctx, "ALTER TABLE "+schema+".dead_tasks ADD CONSTRAINT refuse_b CHECK (ordering_id <> '"+b+"')")
+	require.NoError(t, err)
+
+	// a finishes first, b right after: one batch, a's worker first.
+	aDone := make(chan struct{})
+	cfg := fastConfig(schema)
+	cfg.FinishDelay = 300 * time.Millisecond
+	cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(ctx context.Context, j *pgsched.Job) error {
+		if j.OrderingID == a {
+			close(aDone)
+			return nil
+		}
+		select {
+		case <-aDone:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return pgsched.Permanent(errors.New("give up"))
+	})}
+	outcomes := watchOutcomes(&cfg)
+	w, err := pgsched.NewWorker(plain, cfg)
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+
+	outcomes.waitFor(t, 20*time.Second, func(l *outcomeLog) bool { return l.has(a, "completed") || l.has(a, "fenced") }, "a's outcome settled")
+	require.True(t, outcomes.has(a, "completed"), "a's completion committed with the first part")
+	require.False(t, outcomes.has(a, "fenced"))
+	require.False(t, outcomes.has(b, "dead"), "b's outcome is refused")
+
+	_, err = plain.Exec(ctx, "ALTER TABLE "+schema+".dead_tasks DROP CONSTRAINT refuse_b")
+	require.NoError(t, err)
+	outcomes.waitFor(t, 20*time.Second, func(l *outcomeLog) bool { return l.has(b, "dead") }, "b written once the database takes it")
+	require.Equal(t, 2, outcomes.count(""), "each outcome reported once")
 }

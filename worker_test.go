@@ -289,7 +289,7 @@ func TestChainsFlowWithoutPolling(t *testing.T) {
 	// The plain chain's first task was claimed; each later one is handed
 	// over by its predecessor's finish (the transactional handlers record
 	// their own completions and hand nothing over), unless the node's
-	// one-second test lease lapsed under load at that moment: then the
+	// short test lease lapsed under load at that moment: then the
 	// next waits for a claim, so at most 14 and, in practice, all 14.
 	// metric reads a counter or gauge; with kind, the completions of that
 	// kind.
