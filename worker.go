@@ -333,7 +333,7 @@ func (w *Worker) launch(ctx context.Context, ctl *pgxpool.Pool, p *parts) (<-cha
 	go func() {
 		wg.Wait()
 		// What the drain finished goes into the history too.
-		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 		if err := w.stats.Flush(fctx, w.store, ctl, w.cfg.NodeID); err != nil {
 			w.logger.Warn("adding the last outcomes to the throughput history failed", "error", err)
 		}

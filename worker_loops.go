@@ -9,6 +9,10 @@ import (
 	"github.com/pgsched/pgsched/internal/dispatch"
 )
 
+// flushTimeout bounds a write of the throughput history, which a stop
+// does not cancel half-way (see maintain).
+const flushTimeout = 2 * time.Second
+
 // listen wakes the dispatcher on NOTIFY from enqueuers, and the duties
 // watcher and leader on cluster changes, on a connection of its own,
 // reconnecting with backoff.
@@ -124,9 +128,13 @@ func (w *Worker) maintain(ctx context.Context, pauseWake, cancelWake <-chan stru
 			w.metrics.NodesActive.Set(float64(active))
 			w.metrics.NodesInactive.Set(float64(inactive))
 		}
-		if err := w.stats.Flush(ctx, w.store, w.ctl, w.cfg.NodeID); err != nil && ctx.Err() == nil {
+		// Never cancelled half-way by a stop: a flush the server commits
+		// while the client gives up would be added again by the next one.
+		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+		if err := w.stats.Flush(fctx, w.store, w.ctl, w.cfg.NodeID); err != nil {
 			w.logger.Warn("adding outcomes to the throughput history failed; the next round adds them", "error", err)
 		}
+		fcancel()
 		// The leader counts per kind (stats.Counter) every few seconds;
 		// reading its sum every tenth round is fresh enough.
 		if ticks++; ticks%10 == 1 {
