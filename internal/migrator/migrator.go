@@ -189,8 +189,7 @@ func (m *Migrator) Up(ctx context.Context) error {
 		}
 	}
 	if changed || m.opts.Roles {
-		var have bool
-		if err := m.db.QueryRowContext(ctx, "SELECT "+pgx.Identifier{m.opts.Schema}.Sanitize()+".grant_roles($1)", m.opts.Roles).Scan(&have); err != nil {
+		if err := m.grantRoles(ctx); err != nil {
 			return fmt.Errorf("granting privileges in %s: %w", m.opts.Schema, err)
 		}
 		if m.opts.Roles {
@@ -330,6 +329,26 @@ func lockID(schema string) int64 {
 	h := fnv.New64a()
 	_, _ = io.WriteString(h, "pgsched-migrate:"+schema)
 	return int64(h.Sum64() >> 1)
+}
+
+// grantRoles brings the schema's privileges up to date (grant_roles) under
+// the schema's advisory lock: two processes migrating at once may both
+// have changed something, and concurrent GRANTs on the same objects fail
+// ("tuple concurrently updated").
+func (m *Migrator) grantRoles(ctx context.Context) error {
+	tx, err := m.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", lockID(m.opts.Schema)); err != nil {
+		return err
+	}
+	var have bool
+	if err := tx.QueryRowContext(ctx, "SELECT "+pgx.Identifier{m.opts.Schema}.Sanitize()+".grant_roles($1)", m.opts.Roles).Scan(&have); err != nil {
+		return err
+	}
+	return tx.Commit()
 }
 
 // rewrittenFS returns the embedded migrations rewritten for schema.
