@@ -67,9 +67,10 @@ func scheduleRounds(t *testing.T, client *pgsched.Client, ids, per int, now time
 }
 
 // TestCitusDistribution: migrate -citus distributes the task tables by
-// partition_id, co-located, with exactly one shard per logical partition,
-// placed on the workers in contiguous blocks; every other table is a
-// reference table; migrating again changes nothing.
+// partition_id, co-located (and partition_anchor with them, a row per
+// partition), with exactly one shard per logical partition, placed on the
+// workers in contiguous blocks; every other table is a reference table;
+// migrating again changes nothing.
 func TestCitusDistribution(t *testing.T) {
 	t.Parallel()
 	pool, schema := citusSchema(t, 16)
@@ -101,12 +102,15 @@ func TestCitusDistribution(t *testing.T) {
 	}
 	heads := byName["heads"]
 	require.Equal(t, "h", heads.method, "heads is hash-distributed")
-	for _, name := range []string{"backlog", "completions", "dead_tasks"} {
+	for _, name := range []string{"backlog", "completions", "dead_tasks", "partition_anchor"} {
 		require.Equal(t, heads, byName[name], "%s is co-located with heads", name)
 	}
+	var anchors int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(DISTINCT partition_id) FROM "+schema+".partition_anchor").Scan(&anchors))
+	require.Equal(t, 16, anchors, "partition_anchor has a row for every partition")
 	for name, d := range byName {
 		switch name {
-		case "heads", "backlog", "completions", "dead_tasks":
+		case "heads", "backlog", "completions", "dead_tasks", "partition_anchor":
 		case "goose_db_version", "sql_objects":
 			require.Equal(t, "local", d.method, "%s is the migrator's, on the coordinator", name)
 		default:
@@ -500,6 +504,24 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 		t.Logf("routed %-5s %6d calls: %s", map[bool]string{true: "whole", false: "split"}[s.Whole], s.Calls, s.Query)
 	}
 	require.Positive(t, whole, "statements routed whole to one worker")
+
+	// The enqueue's INSERTs reached the workers whole, selecting from the
+	// partition's row of partition_anchor, never as rows Citus pulled to
+	// the coordinator and sent on (read_intermediate_result on the worker).
+	var pulled, pushed int64
+	for _, w := range workers {
+		var p, q int64
+		require.NoError(t, w.QueryRow(ctx, `SELECT
+			coalesce(sum(calls) FILTER (WHERE strpos(query, 'read_intermediate_result') > 0), 0)::bigint,
+			coalesce(sum(calls) FILTER (WHERE strpos(query, 'partition_anchor') > 0), 0)::bigint
+			FROM pg_stat_statements WHERE query ~ ('^INSERT INTO ' || $1 || '\.(heads|backlog|completions|dead_tasks)_[0-9]+ ')`,
+			schema).Scan(&p, &q))
+		pulled += p
+		pushed += q
+	}
+	t.Logf("enqueue INSERTs on the workers: %d routed whole, %d pulled through the coordinator", pushed, pulled)
+	require.Positive(t, pushed, "enqueue INSERTs routed whole")
+	require.Zero(t, pulled, "no INSERT of task rows pulled through the coordinator")
 }
 
 // TestCitusClaimLeavesUnreachedPartitions: a claim over partitions on two

@@ -1,7 +1,9 @@
 -- citus_distribute spreads the schema over a Citus cluster (migrate
 -- -citus): the task tables (heads, backlog, completions, dead_tasks) are
 -- distributed by partition_id, co-located, with exactly one shard per
--- logical partition, so every row of a partition lives on one worker.
+-- logical partition, so every row of a partition lives on one worker; so
+-- is partition_anchor (a row per partition, which lets an INSERT ...
+-- SELECT of a batch's rows be routed whole).
 -- Hash distribution with as many shards as partitions would put several
 -- partitions in one shard and leave others empty (16 partitions landed in
 -- 11 shards), so the tables start as one shard that is split at the hash
@@ -45,16 +47,17 @@ BEGIN
         PERFORM create_distributed_table('pgsched.heads', 'partition_id', shard_count => 1, colocate_with => 'none');
         n := n + 1;
     END IF;
-    FOREACH t IN ARRAY ARRAY['backlog', 'completions', 'dead_tasks'] LOOP
+    FOREACH t IN ARRAY ARRAY['backlog', 'completions', 'dead_tasks', 'partition_anchor'] LOOP
         IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = format('%I.%I', s, t)::regclass) THEN
             PERFORM create_distributed_table(format('%I.%I', s, t), 'partition_id', colocate_with => 'pgsched.heads');
+            PERFORM truncate_local_data_after_distributing_table(format('%I.%I', s, t));
             n := n + 1;
         END IF;
     END LOOP;
     FOR t IN
         SELECT c.relname FROM pg_class c JOIN pg_namespace ns ON ns.oid = c.relnamespace
         WHERE ns.nspname = s AND c.relkind IN ('r', 'p') AND NOT c.relispartition
-          AND c.relname NOT IN ('heads', 'backlog', 'completions', 'dead_tasks', 'goose_db_version', 'sql_objects')
+          AND c.relname NOT IN ('heads', 'backlog', 'completions', 'dead_tasks', 'partition_anchor', 'goose_db_version', 'sql_objects')
           AND NOT EXISTS (SELECT 1 FROM pg_dist_partition d WHERE d.logicalrelid = c.oid)
         ORDER BY c.relname
     LOOP

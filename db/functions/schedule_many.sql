@@ -51,7 +51,15 @@ DECLARE
     nb_sa timestamptz[];
     nb_uk text[];
     nb_k  text[];
-    nb_pl jsonb[]; */
+    nb_pl jsonb[];
+    nb_id bigint[];
+    nh_o  text[];
+    nh_sa timestamptz[];
+    nh_uk text[];
+    nh_k  text[];
+    nh_pl jsonb[];
+    nh_id bigint[];
+    fresh_o text[]; */
 BEGIN
     /*citus -- Citus: enqueue on the coordinator only. Task ids, which order the
     -- tasks of one ordering_id with equal scheduled_at by enqueue, come from
@@ -137,6 +145,7 @@ BEGIN
     -- Lock every ordering_id's head in key order (no deadlock with other
     -- batches and finishers), writing the batch's earliest task as the head
     -- where there is none; see docs/design.md, "schedule_many".
+    -- not on citus: begin
     IF new_keys THEN
         WITH ins AS (
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
@@ -165,6 +174,49 @@ BEGIN
         )
         SELECT array_agg(ins.id) INTO fresh_ids FROM ins;
     END IF;
+    -- not on citus: end
+    /*citus -- Citus: the same rows, their ids drawn here, inserted by an INSERT
+    -- that selects the partition's row of partition_anchor, so Citus routes
+    -- it whole to the partition's shard (selecting from the arrays alone,
+    -- it runs the SELECT here and copies the rows over, with the ids'
+    -- nextval evaluated here too).
+    SELECT array_agg(f.o ORDER BY f.o), array_agg(f.sa ORDER BY f.o), array_agg(f.uk ORDER BY f.o),
+           array_agg(f.k ORDER BY f.o), array_agg(f.pl ORDER BY f.o)
+    INTO nh_o, nh_sa, nh_uk, nh_k, nh_pl
+    FROM (
+        SELECT DISTINCT ON (x.o COLLATE "C") x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
+               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k
+        FROM unnest(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(o, sa, uk, pl, k, i)
+        ORDER BY x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
+    ) f;
+    nh_id := ARRAY(SELECT nextval('pgsched.task_id_seq') FROM generate_series(1, cardinality(nh_o)));
+    IF new_keys THEN
+        FOR q IN
+            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at)
+            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now
+            FROM pgsched.partition_anchor a, unnest(nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_id) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, i)
+            WHERE a.partition_id = v_one
+            ORDER BY x.i
+            RETURNING h.id, h.ordering_id
+        LOOP
+            fresh_ids := fresh_ids || q.id;
+            fresh_o := fresh_o || q.ordering_id::text;
+        END LOOP;
+    ELSE
+        FOR q IN
+            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at)
+            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now
+            FROM pgsched.partition_anchor a, unnest(nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_id) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, i)
+            WHERE a.partition_id = v_one
+            ORDER BY x.i
+            ON CONFLICT (partition_id, ordering_id) DO UPDATE SET revision = h.revision WHERE false
+            RETURNING h.id, h.ordering_id
+        LOOP
+            fresh_ids := fresh_ids || q.id;
+            fresh_o := fresh_o || q.ordering_id::text;
+        END LOOP;
+    END IF;
+    */
     -- n heads written for n positions: every position is its key's.
     fresh_all := coalesce(cardinality(fresh_ids), 0) = n;
     IF NOT fresh_all THEN
@@ -180,8 +232,10 @@ BEGIN
             FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) WITH ORDINALITY AS x(p, o, sa, uk, i)
             ORDER BY x.p, x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
         ) f
-        JOIN pgsched.heads h ON h.partition_id = f.p AND h.ordering_id = f.o /*citus AND h.partition_id = v_one*/
-        JOIN unnest(fresh_ids) AS w(id) ON w.id = h.id;
+        JOIN pgsched.heads h ON h.partition_id = f.p AND h.ordering_id = f.o -- not on citus
+        JOIN unnest(fresh_ids) AS w(id) ON w.id = h.id; -- not on citus
+        /*citus -- Citus: the INSERT returned the keys, no statement to a worker.
+        JOIN unnest(fresh_o) AS w(o) ON w.o = f.o; */
     END IF;
 
     -- With the heads locked, the next statement's fresh snapshot sees every
@@ -277,7 +331,8 @@ BEGIN
     -- among its modifying CTEs (see finish_tasks): a statement routed whole
     -- to the partition's shard overwrites the idle heads and returns the
     -- results so far and the rows the backlog gets, the backlog's INSERT
-    -- follows, and the results are put together without a table.
+    -- follows (routed whole through partition_anchor, as the heads' above),
+    -- and the results are put together without a table.
     ), kr AS (
         SELECT c.p, c.o, c.sa, c.uk, 'inserted' AS r FROM cand c WHERE c.fresh
         UNION ALL
@@ -295,10 +350,12 @@ BEGIN
                  array_agg(r.k ORDER BY r.p, r.o, r.sa, r.uk) AS k, array_agg(r.pl ORDER BY r.p, r.o, r.sa, r.uk) AS pl
           FROM rest r WHERE NOT r.is_head) b;
     IF nb_p IS NOT NULL THEN
+        nb_id := ARRAY(SELECT nextval('pgsched.task_id_seq') FROM generate_series(1, cardinality(nb_p)));
         FOR q IN
-            INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
-            SELECT x.p, x.o, x.sa, x.uk, x.k, x.pl, x.sa
-            FROM unnest(nb_p, nb_o, nb_sa, nb_uk, nb_k, nb_pl) WITH ORDINALITY AS x(p, o, sa, uk, k, pl, i)
+            INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at)
+            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now
+            FROM pgsched.partition_anchor a, unnest(nb_o, nb_sa, nb_uk, nb_k, nb_pl, nb_id) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, i)
+            WHERE a.partition_id = v_one
             ORDER BY x.i
             ON CONFLICT (partition_id, ordering_id, scheduled_at, uniqueness_key) DO UPDATE
             SET kind = excluded.kind, payload = excluded.payload, revision = b.revision + 1

@@ -86,7 +86,8 @@ AS $$
     /*citus -- Citus: the statement above with only a DELETE and an UPDATE among
     -- its modifying CTEs, which Citus routes whole to the partition's shard
     -- (see finish_tasks); the rows to insert come back as arrays, each
-    -- written by an INSERT ... SELECT.
+    -- written by an INSERT ... SELECT that names its partition's row of
+    -- partition_anchor, so that it too is routed whole.
     )
     SELECT (SELECT array_agg(ROW(h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.id, h.kind, h.payload,
                                  h.run_at, h.attempt, h.revision, h.last_error, h.created_at)::pgsched.backlog)
@@ -101,10 +102,20 @@ AS $$
             FROM st WHERE st.swap)
     INTO v_demoted, v_new;
     IF v_demoted IS NOT NULL THEN
-        INSERT INTO pgsched.backlog SELECT x.* FROM unnest(v_demoted) AS x;
+        INSERT INTO pgsched.backlog (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
+                                     run_at, attempt, revision, last_error, created_at)
+        SELECT a.partition_id, x.ordering_id, x.scheduled_at, x.uniqueness_key, x.id, x.kind, x.payload,
+               x.run_at, x.attempt, x.revision, x.last_error, x.created_at
+        FROM pgsched.partition_anchor a, unnest(v_demoted) AS x
+        WHERE a.partition_id = v_one;
     END IF;
     IF v_new IS NOT NULL THEN
-        INSERT INTO pgsched.heads AS h SELECT x.* FROM unnest(v_new) AS x
+        INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
+                                        run_at, attempt, revision, last_error, created_at, backlog)
+        SELECT a.partition_id, x.ordering_id, x.scheduled_at, x.uniqueness_key, x.id, x.kind, x.payload,
+               x.run_at, x.attempt, x.revision, x.last_error, x.created_at, x.backlog
+        FROM pgsched.partition_anchor a, unnest(v_new) AS x
+        WHERE a.partition_id = v_one
         ON CONFLICT (partition_id, ordering_id) DO UPDATE
         SET scheduled_at = excluded.scheduled_at, uniqueness_key = excluded.uniqueness_key, id = excluded.id,
             kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, attempt = excluded.attempt,

@@ -184,6 +184,10 @@ type PgschedPartition struct {
 	Term         pgtype.Int8
 }
 
+type PgschedPartitionAnchor struct {
+	PartitionID int32
+}
+
 type PgschedPartitionOwner struct {
 	PartitionID int32
 	NodeID      pgtype.Text
