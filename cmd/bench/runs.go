@@ -88,12 +88,15 @@ func serverCPUPerTask(before, after map[string]time.Duration, n int) string {
 // citusStatements says how many statements on task tables the coordinator
 // ran per task over a run (enqueue, claims, finishes, maintenance), from
 // citus_stat_statements: routed whole to one worker (Citus recorded a
-// partition key), and the others (statements Citus split into steps, and
-// the maintenance scans that read every partition).
+// partition key, or an INSERT ... SELECT from the partition's row of
+// partition_anchor, which Citus sends whole but records without one),
+// and the others (statements Citus split into steps, and the
+// maintenance scans that read every partition).
 func citusStatements(ctx context.Context, pool *pgxpool.Pool, schema string, n int) (string, error) {
 	var whole, other int64
-	err := pool.QueryRow(ctx, `SELECT coalesce(sum(calls) FILTER (WHERE partition_key IS NOT NULL), 0)::bigint,
-			coalesce(sum(calls) FILTER (WHERE partition_key IS NULL), 0)::bigint
+	err := pool.QueryRow(ctx, `SELECT
+			coalesce(sum(calls) FILTER (WHERE partition_key IS NOT NULL OR strpos(query, 'partition_anchor') > 0), 0)::bigint,
+			coalesce(sum(calls) FILTER (WHERE partition_key IS NULL AND strpos(query, 'partition_anchor') = 0), 0)::bigint
 		FROM citus_stat_statements
 		WHERE query ~ ('(^|[^a-z_])' || $1 || '\.(heads|backlog|completions|dead_tasks)([^a-z_]|$)')`, schema).Scan(&whole, &other)
 	if err != nil {
