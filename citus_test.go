@@ -166,6 +166,34 @@ func TestCitusDistribution(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM pg_dist_shard WHERE logicalrelid = $1::regclass", schema+".heads").Scan(&shards))
 	require.Equal(t, 16, shards)
 
+	// A schema distributed before partition_anchor existed gets it
+	// distributed with the task tables, rows and all, when it migrates up
+	// to it (Down undoes that migration), and enqueues work on.
+	require.NoError(t, m.Down(ctx))
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE oid = to_regclass($1)", schema+".partition_anchor").Scan(&anchors))
+	require.Zero(t, anchors, "Down dropped partition_anchor")
+	require.NoError(t, m.Up(ctx))
+	var sameGroup bool
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE logicalrelid = $1::regclass),
+			count(DISTINCT colocationid) = 1
+		FROM pg_dist_partition WHERE logicalrelid IN ($1::regclass, $2::regclass)`,
+		schema+".partition_anchor", schema+".heads").Scan(&anchors, &sameGroup))
+	require.Equal(t, 1, anchors, "partition_anchor distributed again")
+	require.True(t, sameGroup, "partition_anchor co-located with heads")
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(DISTINCT partition_id) FROM "+schema+".partition_anchor").Scan(&anchors))
+	require.Equal(t, 16, anchors)
+	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: schema})
+	require.NoError(t, err)
+	var batch []pgsched.Task
+	for i := range 40 {
+		batch = append(batch, pgsched.Task{OrderingID: fmt.Sprint("after-", i), ScheduledAt: time.Now().Add(time.Hour)})
+	}
+	_, err = client.ScheduleMany(ctx, batch)
+	require.NoError(t, err)
+	var enqueued int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM "+schema+".heads WHERE ordering_id LIKE 'after-%'").Scan(&enqueued))
+	require.Equal(t, 40, enqueued)
+
 	// Every view reads.
 	rows, err = pool.Query(ctx, "SELECT table_name FROM information_schema.views WHERE table_schema = $1", schema)
 	require.NoError(t, err)
@@ -412,6 +440,24 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 		_, err := client.Schedule(ctx, pgsched.Task{OrderingID: fmt.Sprintf("single-%d", i), ScheduledAt: now})
 		require.NoError(t, err)
 	}
+	// A batch of fresh ordering_ids large enough for the new-keys insert,
+	// and a task earlier than an idle head, which settle_heads swaps in
+	// (the head goes back to the backlog): their INSERTs run on the
+	// coordinator too.
+	const fresh = 120
+	var batch []pgsched.Task
+	for i := range fresh {
+		batch = append(batch, pgsched.Task{OrderingID: fmt.Sprintf("fresh-%d", i), ScheduledAt: now})
+	}
+	_, err = client.ScheduleMany(ctx, batch)
+	require.NoError(t, err)
+	for _, at := range []time.Time{now.Add(50 * time.Millisecond), now} {
+		_, err := client.Schedule(ctx, pgsched.Task{OrderingID: "swap", ScheduledAt: at})
+		require.NoError(t, err)
+	}
+	var headAt time.Time
+	require.NoError(t, plain.QueryRow(ctx, "SELECT scheduled_at FROM "+schema+".heads WHERE ordering_id = 'swap'").Scan(&headAt))
+	require.WithinDuration(t, now, headAt, time.Millisecond, "the earlier task became the head")
 
 	// Claim and finish until nothing is left: u-key 1 is retried once,
 	// u-key 3 of every fifth ordering_id dies, the rest complete; each
@@ -434,7 +480,7 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 	}
 	var finished, handedOver int
 	deadline := time.Now().Add(time.Minute)
-	for finished < ids*per+10+ids { // the ids tasks with u-key 1 finish twice
+	for finished < ids*per+10+fresh+2+ids { // the ids tasks with u-key 1 finish twice
 		require.True(t, time.Now().Before(deadline), "finished %d", finished)
 		_, err := st.NextDue(ctx, pool, all)
 		require.NoError(t, err)
@@ -507,14 +553,15 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 
 	// The enqueue's INSERTs reached the workers whole, selecting from the
 	// partition's row of partition_anchor, never as rows Citus pulled to
-	// the coordinator and sent on (read_intermediate_result on the worker).
+	// the coordinator and sent on (an INSERT from read_intermediate_result,
+	// or a COPY, on the worker).
 	var pulled, pushed int64
 	for _, w := range workers {
 		var p, q int64
 		require.NoError(t, w.QueryRow(ctx, `SELECT
-			coalesce(sum(calls) FILTER (WHERE strpos(query, 'read_intermediate_result') > 0), 0)::bigint,
+			coalesce(sum(calls) FILTER (WHERE strpos(query, 'read_intermediate_result') > 0 OR query ~ '^COPY'), 0)::bigint,
 			coalesce(sum(calls) FILTER (WHERE strpos(query, 'partition_anchor') > 0), 0)::bigint
-			FROM pg_stat_statements WHERE query ~ ('^INSERT INTO ' || $1 || '\.(heads|backlog|completions|dead_tasks)_[0-9]+ ')`,
+			FROM pg_stat_statements WHERE query ~ ('^(INSERT INTO|COPY) ' || $1 || '\.(heads|backlog|completions|dead_tasks)_[0-9]+ ')`,
 			schema).Scan(&p, &q))
 		pulled += p
 		pushed += q

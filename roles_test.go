@@ -141,7 +141,8 @@ func requireNoExecute(t *testing.T, conn *pgxpool.Conn, role, schema, name, call
 // TestRolesEnqueueAndRead: <schema>_enqueue schedules, reschedules and
 // cancels, and every read or write of every table, every view and every
 // other function is refused; <schema>_read reads every view and nothing
-// else (on Citus, the tables under the views too; see grant_roles).
+// else (on Citus, the tables under the views too; see grant_roles);
+// <schema>_worker only reads partition_anchor.
 func TestRolesEnqueueAndRead(t *testing.T) {
 	t.Parallel()
 	schema := rolesSchema(t)
@@ -205,6 +206,22 @@ func TestRolesEnqueueAndRead(t *testing.T) {
 				continue
 			}
 			requireNoExecute(t, conn, schema+"_read", schema, name, call)
+		}
+	})
+
+	// The worker role reads partition_anchor but may not change its rows,
+	// which enqueues on Citus insert through.
+	asRole(t, schema+"_worker", func(conn *pgxpool.Conn) {
+		var n int
+		require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM "+schema+".partition_anchor WHERE partition_id = 0").Scan(&n))
+		require.Equal(t, 1, n)
+		for _, stmt := range []string{
+			"INSERT INTO " + schema + ".partition_anchor VALUES (100000)",
+			"UPDATE " + schema + ".partition_anchor SET partition_id = partition_id WHERE partition_id = 0",
+			"DELETE FROM " + schema + ".partition_anchor WHERE partition_id = 0",
+		} {
+			_, err := conn.Exec(ctx, stmt)
+			requireDenied(t, err, stmt)
 		}
 	})
 

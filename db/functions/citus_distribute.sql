@@ -45,6 +45,7 @@ BEGIN
     END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'pgsched.heads'::regclass) THEN
         PERFORM create_distributed_table('pgsched.heads', 'partition_id', shard_count => 1, colocate_with => 'none');
+        PERFORM truncate_local_data_after_distributing_table('pgsched.heads');
         n := n + 1;
     END IF;
     FOREACH t IN ARRAY ARRAY['backlog', 'completions', 'dead_tasks', 'partition_anchor'] LOOP

@@ -7,7 +7,8 @@
 --                     cancel, reschedule and recurring_upsert, _pause,
 --                     _resume, _delete. They are SECURITY DEFINER with a
 --                     fixed search_path, so the role needs no table access.
---   <schema>_worker   what a worker does: every table's rows, the
+--   <schema>_worker   what a worker does: every table's rows (but
+--                     partition_anchor's, which it only reads), the
 --                     sequences, every function (completion partitions are
 --                     created and dropped by ensure_completion_partitions,
 --                     SECURITY DEFINER, so it need not own the schema).
@@ -49,6 +50,9 @@ BEGIN
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', r, enq);
     END LOOP;
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA %I TO %I', s, wrk);
+    -- partition_anchor's rows are the migration's: an insert on Citus
+    -- that finds no row for its partition inserts nothing.
+    EXECUTE format('REVOKE INSERT, UPDATE, DELETE ON %I.partition_anchor FROM %I', s, wrk);
     EXECUTE format('GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA %I TO %I', s, wrk);
     EXECUTE format('GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA %I TO %I', s, wrk);
     FOR r IN SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -202,6 +202,9 @@ BEGIN
             fresh_ids := fresh_ids || q.id;
             fresh_o := fresh_o || q.ordering_id::text;
         END LOOP;
+        IF coalesce(cardinality(fresh_ids), 0) <> cardinality(nh_o) THEN
+            RAISE EXCEPTION 'pgsched: partition_anchor has no row for partition %', v_one USING ERRCODE = 'no_data_found';
+        END IF;
     ELSE
         FOR q IN
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at)
@@ -369,6 +372,9 @@ BEGIN
             settle_p := settle_p || q.partition_id;
             settle_o := settle_o || q.ordering_id::text;
         END LOOP;
+        IF coalesce(cardinality(settle_p), 0) <> cardinality(nb_p) THEN
+            RAISE EXCEPTION 'pgsched: partition_anchor has no row for partition %', v_one USING ERRCODE = 'no_data_found';
+        END IF;
     END IF;
     SELECT array_agg(CASE WHEN u.completed THEN 'already_completed' ELSE kr.r END ORDER BY u.i) INTO results
     FROM (SELECT x.i, x.p, x.o, x.sa, coalesce(x.uk, '') AS uk, x.i IN (SELECT unnest(done)) AS completed

@@ -19,6 +19,7 @@ AS $$
     q         record;
     v_demoted pgsched.backlog[];
     v_new     pgsched.heads[];
+    v_n       integer;
 */BEGIN
     /*citus -- Citus: one partition per call (each statement names it, so
     -- Citus routes it to the worker holding it); a call spanning several
@@ -108,6 +109,10 @@ AS $$
                x.run_at, x.attempt, x.revision, x.last_error, x.created_at
         FROM pgsched.partition_anchor a, unnest(v_demoted) AS x
         WHERE a.partition_id = v_one;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        IF v_n <> cardinality(v_demoted) THEN
+            RAISE EXCEPTION 'pgsched: partition_anchor has no row for partition %', v_one USING ERRCODE = 'no_data_found';
+        END IF;
     END IF;
     IF v_new IS NOT NULL THEN
         INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
@@ -121,6 +126,10 @@ AS $$
             kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, attempt = excluded.attempt,
             revision = excluded.revision, last_error = excluded.last_error, created_at = excluded.created_at,
             backlog = excluded.backlog, next_tids = NULL, next_ids = NULL, paused = false;
+        GET DIAGNOSTICS v_n = ROW_COUNT;
+        IF v_n <> cardinality(v_new) THEN
+            RAISE EXCEPTION 'pgsched: partition_anchor has no row for partition %', v_one USING ERRCODE = 'no_data_found';
+        END IF;
     END IF;
     */
 END

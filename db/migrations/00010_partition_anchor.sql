@@ -14,5 +14,22 @@ CREATE TABLE pgsched.partition_anchor (
 INSERT INTO pgsched.partition_anchor (partition_id)
 SELECT generate_series(0, s.partition_count - 1) FROM pgsched.settings s;
 
+-- A schema distributed over Citus already gets the table distributed here,
+-- before the functions that read it are replaced on the workers (the
+-- migrator's citus_distribute would do it only after them).
+-- +goose StatementBegin
+DO $$
+BEGIN
+    -- Separate checks: Citus's catalog exists only with the extension.
+    IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'citus') THEN
+        IF EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'pgsched.heads'::regclass) THEN
+            PERFORM create_distributed_table('pgsched.partition_anchor', 'partition_id', colocate_with => 'pgsched.heads');
+            PERFORM truncate_local_data_after_distributing_table('pgsched.partition_anchor');
+        END IF;
+    END IF;
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
 DROP TABLE pgsched.partition_anchor;
