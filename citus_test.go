@@ -719,6 +719,65 @@ func TestCitusSplitFinishKeepsWhatCommitted(t *testing.T) {
 	require.True(t, running, "the refused part changed nothing")
 }
 
+// TestCitusSplitClaimKeepsWhatCommitted: a claim split over two Citus
+// workers commits on each alone. When the second call is refused, the
+// first has committed: Claim returns its task with the error, so the node
+// runs it instead of losing it until reconcile gives it back.
+func TestCitusSplitClaimKeepsWhatCommitted(t *testing.T) {
+	t.Parallel()
+	plain, schema, a, b := onTwoWorkers(t)
+	ctx := context.Background()
+	// The database refuses to mark b's task running.
+	_, err := plain.Exec(ctx, "ALTER TABLE "+schema+".heads ADD CONSTRAINT refuse_b CHECK (NOT running OR ordering_id <> '"+b+"')")
+	require.NoError(t, err)
+
+	st, err := store.New(schema)
+	require.NoError(t, err)
+	lease, err := st.NodeRegister(ctx, plain, "split", time.Minute, "host", 1, false)
+	require.NoError(t, err)
+	claimed, err := st.Claim(ctx, plain, "split", lease.Epoch, []int32{0, 7}, 10, time.Second)
+	require.ErrorContains(t, err, "refuse_b")
+	require.Len(t, claimed, 1, "the first worker's part committed and says so")
+	require.Equal(t, a, claimed[0].OrderingID)
+	var node string
+	require.NoError(t, plain.QueryRow(ctx, "SELECT coalesce(node_id, '') FROM "+schema+".heads WHERE ordering_id = $1", a).Scan(&node))
+	require.Equal(t, "split", node, "a is claimed by the node")
+	require.NoError(t, plain.QueryRow(ctx, "SELECT coalesce(node_id, '') FROM "+schema+".heads WHERE ordering_id = $1", b).Scan(&node))
+	require.Empty(t, node, "the refused part changed nothing")
+}
+
+// TestCitusSplitClaimRunsWhatCommitted: a worker node whose every claim
+// splits over two Citus workers, the second part refused, runs the task
+// the first part claimed (before, it lost it to reconcile, which gave it
+// back to be claimed and lost again); the refused task runs once the
+// database takes it.
+func TestCitusSplitClaimRunsWhatCommitted(t *testing.T) {
+	t.Parallel()
+	plain, schema, a, b := onTwoWorkers(t)
+	ctx := context.Background()
+	_, err := plain.Exec(ctx, "ALTER TABLE "+schema+".heads ADD CONSTRAINT refuse_b CHECK (NOT running OR ordering_id <> '"+b+"')")
+	require.NoError(t, err)
+	// a is the more overdue, so every claim calls a's worker first.
+	_, err = plain.Exec(ctx, "UPDATE "+schema+".heads SET run_at = $2 WHERE partition_id = 0 AND ordering_id = $1", a, time.Now().Add(-time.Minute))
+	require.NoError(t, err)
+
+	cfg := fastConfig(schema)
+	cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil })}
+	outcomes := watchOutcomes(&cfg)
+	w, err := pgsched.NewWorker(plain, cfg)
+	require.NoError(t, err)
+	require.NoError(t, w.Start(ctx))
+	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+
+	outcomes.waitFor(t, 20*time.Second, func(l *outcomeLog) bool { return l.has(a, "completed") }, "a, claimed by the committed part, ran")
+	require.False(t, outcomes.has(b, "completed"), "b's claim is refused")
+
+	_, err = plain.Exec(ctx, "ALTER TABLE "+schema+".heads DROP CONSTRAINT refuse_b")
+	require.NoError(t, err)
+	outcomes.waitFor(t, 20*time.Second, func(l *outcomeLog) bool { return l.has(b, "completed") }, "b runs once the database takes its claim")
+	require.Equal(t, 2, outcomes.count(""), "each task's outcome reported once")
+}
+
 // TestCitusRefusedOutcomeKeepsItsBatchmates: a worker's batch of outcomes
 // split over two Citus workers, the second part refused: the first
 // part's completion, which committed, is reported completed, not fenced,

@@ -34,7 +34,9 @@ func (c *claimer) wait() time.Duration { return max(time.Until(c.recheckAt), tim
 // claim takes up to free due tasks for term from the node's partitions,
 // reading which are due first when it must. claimed says a claim statement
 // ran and succeeded; err, that reading or claiming failed (logged here;
-// the caller backs off).
+// the caller backs off). A failed claim split over Citus workers may
+// still return the tasks its committed calls claimed: the caller runs
+// them all the same.
 func (c *claimer) claim(ctx context.Context, term *lease.Term, free int) (jobs []store.Claimed, received time.Time, claimed bool, err error) {
 	d := c.d
 	// The cache is only good for the partitions it was read for
@@ -88,7 +90,7 @@ func (c *claimer) claim(ctx context.Context, term *lease.Term, free int) (jobs [
 			d.cfg.Logger.Warn("claiming failed", "partitions", len(claimFrom), "error", err)
 		}
 		c.invalidate()
-		return nil, time.Time{}, false, err
+		return jobs, received, false, err
 	}
 	if len(jobs) < free {
 		// Every partition ran dry (or is locked by others): read again

@@ -277,6 +277,11 @@ func (d *Dispatcher) loop(ctx context.Context) {
 		}
 		if free > 0 {
 			jobs, received, claimed, err := c.claim(ctx, term, free)
+			// Jobs come with an error too, from the committed part of a
+			// claim split over Citus workers.
+			for i := range jobs {
+				d.start(term, &Job{Claimed: jobs[i], Epoch: term.Epoch, Received: received})
+			}
 			if err != nil {
 				d.sleep(ctx, backoff)
 				backoff = min(backoff*2, d.cfg.PollInterval)
@@ -284,9 +289,6 @@ func (d *Dispatcher) loop(ctx context.Context) {
 			}
 			if claimed {
 				backoff = 10 * time.Millisecond
-			}
-			for i := range jobs {
-				d.start(term, &Job{Claimed: jobs[i], Epoch: term.Epoch, Received: received})
 			}
 			wait = c.wait()
 		}

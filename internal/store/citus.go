@@ -30,8 +30,9 @@ import (
 //
 // A call split over two Citus workers commits on each separately. When a
 // later part fails, the earlier ones have committed: Finish returns what
-// they did with the error (the node writes only the rest again); Claim
-// returns the error alone, and the node treats it as any claim whose
+// they did with the error (the node writes only the rest again), and
+// Claim the tasks they claimed (the node runs them). The failed part
+// itself may have committed too; the node treats it as any claim whose
 // response it did not see (reconcile gives the tasks back).
 
 // placementTTL is how long a read of the partitions' Citus workers is used.

@@ -21,7 +21,9 @@ type Claimed = pgschedtype.Job
 //
 // On Citus it is one transaction per Citus worker holding the partitions
 // (see citus.go), each delegated to its worker, in the order each worker's
-// first partition comes in the list.
+// first partition comes in the list. When a later call fails, the earlier
+// ones have committed: their tasks are returned with the error, and are
+// the node's to run.
 func (s *Store) Claim(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int, ahead time.Duration) ([]Claimed, error) {
 	jobs, _, err := s.ClaimFrom(ctx, db, node, epoch, partitions, max, ahead)
 	return jobs, err
@@ -48,7 +50,7 @@ func (s *Store) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64
 				Anchor: parts[0], NodeID: node, Epoch: epoch, PartitionIds: parts, MaxTasks: int32(max - len(jobs)), AheadSeconds: ahead.Seconds(),
 			})
 			if err != nil {
-				return nil, nil, fmt.Errorf("claiming on the Citus worker of partition %d: %w", parts[0], err)
+				return jobs, nil, fmt.Errorf("claiming on the Citus worker of partition %d: %w", parts[0], err)
 			}
 			for _, r := range rows {
 				jobs = append(jobs, claimedRow(dbgen.TaskClaimDueRow(r)))
