@@ -388,14 +388,14 @@ func TestDeliverTimeout(t *testing.T) {
 	var se *StatusError
 	require.False(t, errors.As(err, &se))
 	require.GreaterOrEqual(t, elapsed, 50*time.Millisecond)
-	require.Less(t, elapsed, 2*time.Second)
+	require.Less(t, elapsed, 30*time.Second, "the server blocks until the test ends: only the timeout ended the call")
 }
 
 func TestDeliverCallerCancellation(t *testing.T) {
 	t.Parallel()
 
 	srv, started := blockingServer(t)
-	e := newExecutor(t, "*="+srv.URL) // 5s timeout: the caller cancels first
+	e := newExecutor(t, "*="+srv.URL, func(c *Config) { c.Timeout = time.Minute }) // the caller cancels first
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -409,7 +409,7 @@ func TestDeliverCallerCancellation(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.NotContains(t, err.Error(), "timed out")
 	require.False(t, IsPermanent(err))
-	require.Less(t, time.Since(start), 2*time.Second)
+	require.Less(t, time.Since(start), 30*time.Second, "ended by the caller, not the minute's timeout")
 }
 
 func TestDeliverNetworkError(t *testing.T) {
