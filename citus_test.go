@@ -764,10 +764,7 @@ func TestCitusSplitClaimRunsWhatCommitted(t *testing.T) {
 	cfg := fastConfig(schema)
 	cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil })}
 	outcomes := watchOutcomes(&cfg)
-	w, err := pgsched.NewWorker(plain, cfg)
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+	startWorkerOn(t, plain, cfg)
 
 	outcomes.waitFor(t, 20*time.Second, func(l *outcomeLog) bool { return l.has(a, "completed") }, "a, claimed by the committed part, ran")
 	require.False(t, outcomes.has(b, "completed"), "b's claim is refused")
@@ -806,10 +803,7 @@ func TestCitusRefusedOutcomeKeepsItsBatchmates(t *testing.T) {
 		return pgsched.Permanent(errors.New("give up"))
 	})}
 	outcomes := watchOutcomes(&cfg)
-	w, err := pgsched.NewWorker(plain, cfg)
-	require.NoError(t, err)
-	require.NoError(t, w.Start(ctx))
-	t.Cleanup(func() { _ = w.Stop(context.Background()) })
+	startWorkerOn(t, plain, cfg)
 
 	outcomes.waitFor(t, 20*time.Second, func(l *outcomeLog) bool { return l.has(a, "completed") || l.has(a, "fenced") }, "a's outcome settled")
 	require.True(t, outcomes.has(a, "completed"), "a's completion committed with the first part")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -35,7 +36,13 @@ func fastConfig(schema string) pgsched.WorkerConfig {
 
 func startWorker(t *testing.T, db *pgtest.DB, cfg pgsched.WorkerConfig) *pgsched.Worker {
 	t.Helper()
-	w, err := pgsched.NewWorker(db.Pool, cfg)
+	return startWorkerOn(t, db.Pool, cfg)
+}
+
+// startWorkerOn starts a worker on pool and stops it with the test.
+func startWorkerOn(t *testing.T, pool *pgxpool.Pool, cfg pgsched.WorkerConfig) *pgsched.Worker {
+	t.Helper()
+	w, err := pgsched.NewWorker(pool, cfg)
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
