@@ -190,22 +190,34 @@ BEGIN
         ORDER BY x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
     ) f;
     nh_id := ARRAY(SELECT nextval('pgsched.task_id_seq') FROM generate_series(1, cardinality(nh_o)));
-    FOR q IN
-        INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at)
-        SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now
-        FROM pgsched.partition_anchor a, unnest(nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_id) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, i)
-        WHERE a.partition_id = v_one
-        ORDER BY x.i
-        ON CONFLICT (partition_id, ordering_id) DO UPDATE SET revision = h.revision WHERE false
-        RETURNING h.id, h.ordering_id
-    LOOP
-        fresh_ids := fresh_ids || q.id;
-        fresh_o := fresh_o || q.ordering_id::text;
-    END LOOP;
-    -- A routed statement costs the same with ON CONFLICT: new_keys only
-    -- refuses the batch, as the plain INSERT's unique violation does.
-    IF new_keys AND coalesce(cardinality(fresh_ids), 0) <> cardinality(nh_o) THEN
-        RAISE EXCEPTION 'pgsched: an ordering_id of the batch already has a task' USING ERRCODE = 'unique_violation', CONSTRAINT = 'heads_pkey';
+    IF new_keys THEN
+        FOR q IN
+            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at)
+            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now
+            FROM pgsched.partition_anchor a, unnest(nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_id) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, i)
+            WHERE a.partition_id = v_one
+            ORDER BY x.i
+            RETURNING h.id, h.ordering_id
+        LOOP
+            fresh_ids := fresh_ids || q.id;
+            fresh_o := fresh_o || q.ordering_id::text;
+        END LOOP;
+        IF coalesce(cardinality(fresh_ids), 0) <> cardinality(nh_o) THEN
+            RAISE EXCEPTION 'pgsched: partition_anchor has no row for partition %', v_one USING ERRCODE = 'no_data_found';
+        END IF;
+    ELSE
+        FOR q IN
+            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at)
+            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now
+            FROM pgsched.partition_anchor a, unnest(nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_id) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, i)
+            WHERE a.partition_id = v_one
+            ORDER BY x.i
+            ON CONFLICT (partition_id, ordering_id) DO UPDATE SET revision = h.revision WHERE false
+            RETURNING h.id, h.ordering_id
+        LOOP
+            fresh_ids := fresh_ids || q.id;
+            fresh_o := fresh_o || q.ordering_id::text;
+        END LOOP;
     END IF;
     */
     -- n heads written for n positions: every position is its key's.

@@ -80,11 +80,9 @@ func translate(err error) error {
 		case "PGS05":
 			sentinel = ErrConflict
 		case "23505":
-			// Only schedule_many with new_keys refuses a head that
-			// exists (on Citus by raising it with the constraint's name).
-			// Citus passes a worker's error on without that name (which
-			// has the shard's number appended): so it did with the Citus
-			// functions before migration 00010, a plain INSERT.
+			// Only schedule_many with new_keys inserts heads without
+			// ON CONFLICT. Citus passes a worker's error on without the
+			// constraint's name (which has the shard's number appended).
 			if strings.HasPrefix(pgErr.ConstraintName, "heads") ||
 				(pgErr.ConstraintName == "" && strings.Contains(pgErr.Message, `constraint "heads`)) {
 				sentinel = ErrHasHead
