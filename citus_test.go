@@ -429,7 +429,7 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 	require.NoError(t, err)
 	st, err := store.New(schema)
 	require.NoError(t, err)
-	lease, err := st.NodeRegister(ctx, pool, "routed", time.Minute, "host", 1, false)
+	lease, err := st.NodeRegister(ctx, pool, "routed", "test", time.Minute, "host", 1, false, 0)
 	require.NoError(t, err)
 	all := []int32{0, 1, 2, 3, 4, 5, 6, 7}
 
@@ -607,7 +607,7 @@ func TestCitusClaimLeavesUnreachedPartitions(t *testing.T) {
 	}
 	st, err := store.New(schema)
 	require.NoError(t, err)
-	lease, err := st.NodeRegister(ctx, plain, "unreached", time.Minute, "host", 1, false)
+	lease, err := st.NodeRegister(ctx, plain, "unreached", "test", time.Minute, "host", 1, false, 0)
 	require.NoError(t, err)
 
 	// Most overdue first as the node lists them: a, b, a's neighbour on
@@ -697,7 +697,7 @@ func TestCitusSplitFinishKeepsWhatCommitted(t *testing.T) {
 
 	st, err := store.New(schema)
 	require.NoError(t, err)
-	lease, err := st.NodeRegister(ctx, plain, "split", time.Minute, "host", 1, false)
+	lease, err := st.NodeRegister(ctx, plain, "split", "test", time.Minute, "host", 1, false, 0)
 	require.NoError(t, err)
 	claimed, err := st.Claim(ctx, plain, "split", lease.Epoch, []int32{0, 7}, 10, time.Second)
 	require.NoError(t, err)
@@ -733,7 +733,7 @@ func TestCitusSplitClaimKeepsWhatCommitted(t *testing.T) {
 
 	st, err := store.New(schema)
 	require.NoError(t, err)
-	lease, err := st.NodeRegister(ctx, plain, "split", time.Minute, "host", 1, false)
+	lease, err := st.NodeRegister(ctx, plain, "split", "test", time.Minute, "host", 1, false, 0)
 	require.NoError(t, err)
 	claimed, err := st.Claim(ctx, plain, "split", lease.Epoch, []int32{0, 7}, 10, time.Second)
 	require.ErrorContains(t, err, "refuse_b")

@@ -88,7 +88,7 @@ func claimTask(t *testing.T, b clientBundle, orderingID string) (store.Claimed, 
 	t.Helper()
 	ctx := context.Background()
 	node := "test-" + orderingID
-	lease, err := b.store.NodeRegister(ctx, b.db.Pool, node, time.Minute, "host", 1, false)
+	lease, err := b.store.NodeRegister(ctx, b.db.Pool, node, "test", time.Minute, "host", 1, false, 0)
 	require.NoError(t, err)
 	set, err := b.store.Settings(ctx, b.db.Pool)
 	require.NoError(t, err)
@@ -252,7 +252,7 @@ func TestRescheduleRacesClaim(t *testing.T) {
 	}
 	_, err := b.client.ScheduleMany(ctx, tasks)
 	require.NoError(t, err)
-	lease, err := b.store.NodeRegister(ctx, b.db.Pool, "claimer", time.Minute, "h", 1, false)
+	lease, err := b.store.NodeRegister(ctx, b.db.Pool, "claimer", "test", time.Minute, "h", 1, false, 0)
 	require.NoError(t, err)
 	set, err := b.store.Settings(ctx, b.db.Pool)
 	require.NoError(t, err)

@@ -29,6 +29,15 @@ var (
 	// reached or refuses connections for now (starting up, shutting down,
 	// too many connections).
 	ErrDatabaseUnavailable = errors.New("pgsched: database unavailable")
+	// ErrNodeIDInUse is what Readiness says while another process holds a
+	// live lease on the worker's node id: the worker waits until that
+	// process deregisters or its lease runs out, and never runs alongside
+	// it (Start returns once it holds the id).
+	ErrNodeIDInUse = errors.New("pgsched: node id in use by another process")
+	// ErrFailoverWait is what Readiness says while the database, newly the
+	// primary of another timeline (a promoted standby), waits for every
+	// lease of the old primary to run out before any node registers there.
+	ErrFailoverWait = errors.New("pgsched: waiting out the old primary's leases after a database failover")
 )
 
 // errStoppedWhileStarting is what Start returns when Stop ends it.

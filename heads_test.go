@@ -155,7 +155,7 @@ func newPropRun(t *testing.T, seed uint64) *propRun {
 			r.parts = append(r.parts, p)
 		}
 	}
-	lease, err := b.store.NodeRegister(ctx, b.db.Pool, r.node, 10*time.Minute, "host", 1, false)
+	lease, err := b.store.NodeRegister(ctx, b.db.Pool, r.node, "test", 10*time.Minute, "host", 1, false, 0)
 	require.NoError(t, err)
 	r.epoch = lease.Epoch
 	return r
@@ -640,7 +640,7 @@ func (r *propRun) opRescue() {
 	for _, k := range r.running() {
 		r.pending[k].running = false
 	}
-	lease, err := r.b.store.NodeRegister(r.ctx, r.b.db.Pool, r.node, 10*time.Minute, "host", 1, false)
+	lease, err := r.b.store.NodeRegister(r.ctx, r.b.db.Pool, r.node, "test", 10*time.Minute, "host", 1, false, 0)
 	r.must(err, "registering again")
 	r.epoch = lease.Epoch
 }

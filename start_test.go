@@ -2,7 +2,7 @@ package pgsched_test
 
 import (
 	"context"
-	"net"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/localpg"
 	"github.com/pgsched/pgsched/internal/migrator"
 	"github.com/pgsched/pgsched/internal/pgtest"
 	"github.com/pgsched/pgsched/internal/sqlschema"
@@ -18,11 +19,9 @@ import (
 // nowherePool is a pool on a port where nothing listens. It connects
 // lazily, so only what reaches for the database fails.
 func nowherePool(t *testing.T) *pgxpool.Pool {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := localpg.FreePort()
 	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	pool, err := pgxpool.New(context.Background(), "postgres://nobody@"+addr+"/none?sslmode=disable&connect_timeout=5")
+	pool, err := pgxpool.New(context.Background(), fmt.Sprintf("postgres://nobody@127.0.0.1:%d/none?sslmode=disable&connect_timeout=5", port))
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return pool

@@ -67,7 +67,9 @@ func (w *Worker) Ready() bool { return w.Readiness() == nil }
 
 // Readiness returns nil while the worker holds a live lease and records
 // its tasks' outcomes, and otherwise says why not: not started, no live
-// lease (the database unreachable, or starting), or outcomes that have
+// lease (the database unreachable, or starting; ErrNodeIDInUse while
+// another process holds the node id; ErrFailoverWait after a database
+// failover, for one lease TTL), or outcomes that have
 // failed to be written for longer than the lease TTL (successful tasks
 // would stay "running" while the node looked healthy).
 func (w *Worker) Readiness() error {
@@ -78,6 +80,12 @@ func (w *Worker) Readiness() error {
 		return errors.New("not started")
 	}
 	if node.Current() == nil {
+		if wait := node.Waiting(); wait != nil {
+			if wait.Reason == store.WaitFailover {
+				return fmt.Errorf("%w: %w", ErrFailoverWait, wait)
+			}
+			return fmt.Errorf("%w: %w", ErrNodeIDInUse, wait)
+		}
 		return errors.New("no live lease (database unreachable or starting)")
 	}
 	if d, n, err := disp.Unrecorded(); d > w.cfg.LeaseTTL {

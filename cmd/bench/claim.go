@@ -63,7 +63,7 @@ func (b *bench) claimRun(ctx context.Context, pending int) ([]time.Duration, err
 		parts[i] = int32(i)
 	}
 	const node = "bench-claim"
-	lease, err := st.NodeRegister(ctx, pool, node, time.Hour, "bench", os.Getpid(), false)
+	lease, err := st.NodeRegister(ctx, pool, node, "bench", time.Hour, "bench", os.Getpid(), false, 0)
 	if err != nil {
 		return nil, err
 	}

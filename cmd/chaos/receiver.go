@@ -11,10 +11,13 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pgsched/pgsched/internal/localpg"
 )
 
 // receiver is the webhook every worker delivers to. The URL path names the
@@ -42,7 +45,11 @@ type body struct {
 }
 
 func startReceiver(logger *slog.Logger) (*receiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := localpg.FreePort()
+	if err != nil {
+		return nil, fmt.Errorf("receiver: %w", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
 	if err != nil {
 		return nil, fmt.Errorf("receiver: %w", err)
 	}

@@ -377,6 +377,7 @@ func bringUp(ctx context.Context, o options, w *pgsched.Worker, state *readiness
 			return err
 		}
 	}
+	state.starting(w)
 	return retry(ctx, "starting worker", state, logger, func() error { return w.Start(ctx) })
 }
 
@@ -417,6 +418,15 @@ type readiness struct {
 	mu     sync.Mutex
 	worker *pgsched.Worker
 	reason string
+	// pending is the worker while Start runs: it may wait for its node id
+	// or out a failover, and says so.
+	pending *pgsched.Worker
+}
+
+func (r *readiness) starting(w *pgsched.Worker) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending = w
 }
 
 func (r *readiness) notReady(reason string) {
@@ -433,9 +443,14 @@ func (r *readiness) started(w *pgsched.Worker) {
 
 func (r *readiness) check() (ready bool, reason string) {
 	r.mu.Lock()
-	w, reason := r.worker, r.reason
+	w, reason, pending := r.worker, r.reason, r.pending
 	r.mu.Unlock()
 	if w == nil {
+		if pending != nil {
+			if err := pending.Readiness(); errors.Is(err, pgsched.ErrNodeIDInUse) || errors.Is(err, pgsched.ErrFailoverWait) {
+				return false, err.Error()
+			}
+		}
 		return false, reason
 	}
 	if err := w.Readiness(); err != nil {

@@ -1,7 +1,7 @@
 -- assign writes the leader's plan: the owner of each partition and the
 -- backup of each member node. Only the current leader (p_node_id, p_epoch,
--- with an unexpired lease) can write; anyone else gets false and changes
--- nothing. Rows whose value is unchanged are left alone, so assigned_at
+-- with an unexpired lease, registered on this server's timeline) can
+-- write; anyone else gets false and changes nothing. Rows whose value is unchanged are left alone, so assigned_at
 -- tells when an owner last changed.
 CREATE OR REPLACE FUNCTION pgsched.assign(
     p_node_id      text,
@@ -19,6 +19,8 @@ DECLARE
 BEGIN
     SELECT * INTO l FROM pgsched.leader x
     WHERE x.node_id = p_node_id AND x.epoch = p_epoch AND x.lease_expires_at > t_now
+      AND EXISTS (SELECT 1 FROM pgsched.nodes n
+                  WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.timeline IN (0, pgsched.timeline()))
     FOR UPDATE;
     IF NOT FOUND THEN
         RETURN false;

@@ -1,6 +1,7 @@
 -- claim_due_many claims up to p_max due idle heads from the given
 -- partitions, in the order given (callers pass the most overdue first), for
--- the node (p_node_id, p_epoch) while its lease is live, and returns them:
+-- the node (p_node_id, p_epoch) while its lease is live (and registered on
+-- this server's timeline: see node_register), and returns them:
 -- one transaction, so one commit (one WAL flush) however many partitions it
 -- spans, and one row update per task. Heads of a paused kind are skipped
 -- (see pause_kind): marked ones are not in the index the claim scans, the
@@ -43,7 +44,8 @@ BEGIN
             WHERE h.partition_id = p AND h.chain = 0 AND NOT h.paused AND NOT h.running AND h.run_at <= horizon
               AND h.kind <> ALL (v_paused)
               AND EXISTS (SELECT 1 FROM pgsched.nodes n
-                          WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now())
+                          WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
+                            AND n.timeline IN (0, pgsched.timeline()))
             ORDER BY h.run_at
             LIMIT left_
             FOR UPDATE SKIP LOCKED

@@ -114,7 +114,8 @@ BEGIN
     END IF;
 
     IF room > 0 AND NOT EXISTS (SELECT 1 FROM pgsched.nodes n
-                                WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now) THEN
+                                WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now
+                                  AND n.timeline IN (0, pgsched.timeline())) THEN
         room := 0;
     END IF;
     IF room > 0 THEN

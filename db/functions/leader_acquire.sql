@@ -1,5 +1,6 @@
 -- leader_acquire takes or renews the leader lease for a node holding a live
--- node lease under p_epoch (and not leaving), and returns the leader term it
+-- node lease under p_epoch (not leaving, and registered on this server's
+-- timeline: see node_register), and returns the leader term it
 -- holds, or NULL when another node leads. The lease is taken when it is
 -- absent, expired, or held by a node whose own lease is gone (deregistered,
 -- expired, or re-registered under a new epoch) or that is leaving. Times are taken into variables first
@@ -14,7 +15,8 @@ DECLARE
     t       bigint;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pgsched.nodes n
-                   WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now AND NOT n.leaving) THEN
+                   WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now AND NOT n.leaving
+                     AND n.timeline IN (0, pgsched.timeline())) THEN
         RETURN NULL;
     END IF;
     SELECT * INTO l FROM pgsched.leader FOR UPDATE;

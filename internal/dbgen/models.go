@@ -172,6 +172,8 @@ type PgschedNode struct {
 	Host           string
 	Pid            int32
 	Leaving        bool
+	Instance       string
+	Timeline       int32
 }
 
 type PgschedPartition struct {
@@ -320,4 +322,10 @@ type PgschedThroughput struct {
 	LatenessMeanSeconds interface{}
 	LatenessMaxSeconds  interface{}
 	Nodes               int64
+}
+
+type PgschedTimeline struct {
+	Timeline   int32
+	FirstSeen  time.Time
+	LeasesFrom time.Time
 }

@@ -60,39 +60,63 @@ func (q *Queries) NodeLeave(ctx context.Context, db DBTX, arg NodeLeaveParams) e
 }
 
 const nodeRegister = `-- name: NodeRegister :one
-INSERT INTO pgsched.nodes AS n (node_id, epoch, lease_expires_at, registered_at, renewed_at, host, pid, leaving)
-VALUES ($1::text, nextval('pgsched.epoch_seq'), now() + make_interval(secs => $2::float8), now(), now(),
-        $3::text, $4::integer, $5::boolean)
-ON CONFLICT (node_id) DO UPDATE
-SET epoch = excluded.epoch, lease_expires_at = excluded.lease_expires_at, registered_at = excluded.registered_at,
-    renewed_at = excluded.renewed_at, host = excluded.host, pid = excluded.pid, leaving = excluded.leaving
-RETURNING n.epoch, n.lease_expires_at
+SELECT coalesce(r.epoch, 0)::bigint AS epoch, coalesce(r.lease_expires_at, r.db_now)::timestamptz AS lease_expires_at,
+       coalesce(r.wait_reason, '')::text AS wait_reason, coalesce(r.wait_until, r.db_now)::timestamptz AS wait_until,
+       coalesce(r.holder_host, '')::text AS holder_host, coalesce(r.holder_pid, 0)::integer AS holder_pid,
+       r.timeline::integer AS timeline, coalesce(r.timeline_since, r.db_now)::timestamptz AS timeline_since,
+       r.db_now::timestamptz AS db_now
+FROM pgsched.node_register($1::text, $2::text, $3::float8,
+                           $4::text, $5::integer, $6::boolean,
+                           $7::bigint)
+     AS r(epoch, lease_expires_at, wait_reason, wait_until, holder_host, holder_pid, timeline, timeline_since, db_now)
 `
 
 type NodeRegisterParams struct {
 	NodeID     string
+	Instance   string
 	TtlSeconds float64
 	Host       string
 	Pid        int32
 	Leaving    bool
+	AfterEpoch int64
 }
 
 type NodeRegisterRow struct {
 	Epoch          int64
 	LeaseExpiresAt time.Time
+	WaitReason     string
+	WaitUntil      time.Time
+	HolderHost     string
+	HolderPid      int32
+	Timeline       int32
+	TimelineSince  time.Time
+	DbNow          time.Time
 }
 
-// NodeRegister (re)registers a node with a fresh epoch and lease.
+// NodeRegister starts a new term for a node, or says why it must wait
+// (see node_register).
 func (q *Queries) NodeRegister(ctx context.Context, db DBTX, arg NodeRegisterParams) (NodeRegisterRow, error) {
 	row := db.QueryRow(ctx, nodeRegister,
 		arg.NodeID,
+		arg.Instance,
 		arg.TtlSeconds,
 		arg.Host,
 		arg.Pid,
 		arg.Leaving,
+		arg.AfterEpoch,
 	)
 	var i NodeRegisterRow
-	err := row.Scan(&i.Epoch, &i.LeaseExpiresAt)
+	err := row.Scan(
+		&i.Epoch,
+		&i.LeaseExpiresAt,
+		&i.WaitReason,
+		&i.WaitUntil,
+		&i.HolderHost,
+		&i.HolderPid,
+		&i.Timeline,
+		&i.TimelineSince,
+		&i.DbNow,
+	)
 	return i, err
 }
 
@@ -100,6 +124,7 @@ const nodeRenewLease = `-- name: NodeRenewLease :one
 UPDATE pgsched.nodes n
 SET lease_expires_at = now() + make_interval(secs => $1::float8), renewed_at = now()
 WHERE n.node_id = $2::text AND n.epoch = $3::bigint AND n.lease_expires_at > now()
+  AND n.timeline = pgsched.timeline()
 RETURNING n.lease_expires_at
 `
 
@@ -110,7 +135,8 @@ type NodeRenewLeaseParams struct {
 }
 
 // NodeRenewLease extends a live lease; no row means the lease was lost (it
-// expired, or another process took the node id) and the node must stop.
+// expired, the node id was registered again, or the server is the primary
+// of another timeline than the term's: a failover) and the node must stop.
 func (q *Queries) NodeRenewLease(ctx context.Context, db DBTX, arg NodeRenewLeaseParams) (time.Time, error) {
 	row := db.QueryRow(ctx, nodeRenewLease, arg.TtlSeconds, arg.NodeID, arg.Epoch)
 	var lease_expires_at time.Time

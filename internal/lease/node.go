@@ -2,6 +2,8 @@ package lease
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -77,9 +79,12 @@ type Events struct {
 
 // NodeConfig configures a Node.
 type NodeConfig struct {
-	ID    string
-	Store *store.Store
-	DB    store.DBTX
+	ID string
+	// Instance tells this process from any other started with the same
+	// node id. Defaults to a random value.
+	Instance string
+	Store    *store.Store
+	DB       store.DBTX
 	// TTL of the lease. Defaults to 10s.
 	TTL time.Duration
 	// RenewEvery is how often the lease is renewed. Defaults to TTL/3.
@@ -95,6 +100,12 @@ type Node struct {
 	cfg NodeConfig
 
 	leaving atomic.Bool // a clean stop began: every registration from now on is leaving
+	// waiting says why the node may not register yet (see WaitError);
+	// nil once it holds a term.
+	waiting atomic.Pointer[WaitError]
+	// lastEpoch is the latest epoch this process registered: a new term's
+	// epoch is always greater, even on a server that went back in time.
+	lastEpoch int64
 
 	mu      sync.Mutex
 	term    *Term
@@ -125,8 +136,40 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Instance == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		cfg.Instance = hex.EncodeToString(b[:])
+	}
 	return &Node{cfg: cfg, changed: make(chan struct{})}, nil
 }
+
+// WaitError says why a node may not register yet, and for how long.
+type WaitError struct {
+	// Reason is store.WaitNodeID or store.WaitFailover.
+	Reason string
+	// Until is when the wait ends, by this process's clock.
+	Until time.Time
+	// Holder names the process holding the node id (WaitNodeID).
+	Holder string
+	// Timeline is the server's new timeline and Since when the first node
+	// registered on it (WaitFailover).
+	Timeline int
+	Since    time.Time
+}
+
+func (e *WaitError) Error() string {
+	if e.Reason == store.WaitFailover {
+		return fmt.Sprintf("the database server is the primary of a new timeline (%d) since %s: a failover; "+
+			"no node registers until every lease of the old primary has run out, at %s",
+			e.Timeline, e.Since.UTC().Format(time.RFC3339Nano), e.Until.UTC().Format(time.RFC3339Nano))
+	}
+	return fmt.Sprintf("node id is held by another process (%s) until %s: two processes must not share a node id; waiting",
+		e.Holder, e.Until.UTC().Format(time.RFC3339Nano))
+}
+
+// Waiting returns why the node may not register yet, or nil.
+func (n *Node) Waiting() *WaitError { return n.waiting.Load() }
 
 // ID is the node's id.
 func (n *Node) ID() string { return n.cfg.ID }
@@ -170,25 +213,56 @@ func (n *Node) Run(ctx context.Context) error {
 	defer n.resign()
 	const firstBackoff = 100 * time.Millisecond
 	backoff := firstBackoff
+	var lastWait *WaitError
 	for ctx.Err() == nil {
 		held, err := n.hold(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		if held {
+		pause := backoff
+		var wait *WaitError
+		switch {
+		case errors.As(err, &wait):
+			n.logWait(wait, lastWait)
+			lastWait, pause = wait, max(time.Until(wait.Until), time.Millisecond)
+		case held:
 			// A term was held: this is a new loss, not a run of failed
 			// registrations. Come back quickly, before a stand-in is needed.
-			backoff = firstBackoff
+			backoff, pause = firstBackoff, firstBackoff
+			n.cfg.Logger.Warn("node lease lost", "error", err)
+		default:
+			n.cfg.Logger.Warn("registering the node failed; retrying", "error", err, "in", pause)
+			// At most a second apart, so a node is back soon after its
+			// database (a restart, a promoted standby).
+			backoff = min(backoff*2, n.cfg.TTL, time.Second)
 		}
-		n.cfg.Logger.Warn("node lease lost", "error", err)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(backoff):
+		case <-time.After(pause):
 		}
-		backoff = min(backoff*2, n.cfg.TTL)
 	}
 	return nil
+}
+
+// logWait logs a wait the first time it is seen: a failover once per
+// timeline; a node id held by another process every time that process is
+// found to hold it still, since then it is alive and renewing (two
+// processes configured with one node id).
+func (n *Node) logWait(w, last *WaitError) {
+	switch {
+	case w.Reason == store.WaitFailover:
+		if last == nil || last.Reason != w.Reason || last.Timeline != w.Timeline {
+			n.cfg.Logger.Warn("database failover: waiting until every lease of the old primary has run out before registering",
+				"timeline", w.Timeline, "timeline_since", w.Since, "until", w.Until, "wait", time.Until(w.Until).Round(time.Millisecond))
+		}
+	case last != nil && last.Reason == w.Reason && last.Holder == w.Holder:
+		n.cfg.Logger.Error("node id still held by another live process: two processes must not share a node id; waiting",
+			"node_id", n.cfg.ID, "holder", w.Holder, "until", w.Until)
+	default:
+		n.cfg.Logger.Error("node id held by another process: waiting until its lease ends (a crashed process's lease runs out within one TTL; a live one means two processes share this node id)",
+			"node_id", n.cfg.ID, "holder", w.Holder, "until", w.Until, "wait", time.Until(w.Until).Round(time.Millisecond))
+	}
 }
 
 // hold registers a new term and renews it until renewal fails or the local
@@ -196,16 +270,26 @@ func (n *Node) Run(ctx context.Context) error {
 // held reports whether a term was registered at all.
 func (n *Node) hold(ctx context.Context) (held bool, err error) {
 	sent := time.Now()
-	lease, err := n.cfg.Store.NodeRegister(ctx, n.cfg.DB, n.cfg.ID, n.cfg.TTL, n.cfg.Host, n.cfg.PID, n.leaving.Load())
+	reg, err := n.cfg.Store.NodeRegister(ctx, n.cfg.DB, n.cfg.ID, n.cfg.Instance, n.cfg.TTL, n.cfg.Host, n.cfg.PID,
+		n.leaving.Load(), n.lastEpoch)
 	if err != nil {
 		return false, fmt.Errorf("registering node: %w", err)
 	}
+	if reg.Wait != "" {
+		w := &WaitError{Reason: reg.Wait, Until: time.Now().Add(reg.WaitFor), Timeline: reg.Timeline, Since: reg.TimelineSince,
+			Holder: fmt.Sprintf("host %s, pid %d", reg.HolderHost, reg.HolderPID)}
+		n.waiting.Store(w)
+		return false, w
+	}
+	n.waiting.Store(nil)
+	lease := reg.Lease
+	n.lastEpoch = lease.Epoch
 	termCtx, cancel := context.WithCancel(context.Background())
 	term := &Term{Epoch: lease.Epoch, ctx: termCtx}
 	deadline := sent.Add(n.cfg.TTL)
 	term.setDeadline(deadline)
 	n.setTerm(term, cancel)
-	n.cfg.Logger.Info("node registered", "epoch", lease.Epoch, "lease_expires_at", lease.ExpiresAt)
+	n.cfg.Logger.Info("node registered", "epoch", lease.Epoch, "lease_expires_at", lease.ExpiresAt, "timeline", reg.Timeline)
 	if f := n.cfg.Events.Registered; f != nil {
 		f(lease.Epoch)
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	mathrand "math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -32,6 +33,9 @@ type Options struct {
 	// synchronous_commit and full_page_writes are turned off (and initdb runs
 	// with --no-sync), which is much faster and fine for throw-away data.
 	Durable bool
+	// Settings are extra postgresql.conf lines ("name = value") for the
+	// managed block, e.g. "synchronous_standby_names = '*'".
+	Settings []string
 	// Logger receives progress messages. nil discards them.
 	Logger *slog.Logger
 }
@@ -41,8 +45,9 @@ type Server struct {
 	dataDir string
 	binDir  string
 	port    int
-	owned   bool    // we started it, so Stop stops it
-	runAs   *osUser // nil: run binaries as the current user
+	extra   []string // Options.Settings
+	owned   bool     // we started it, so Stop stops it
+	runAs   *osUser  // nil: run binaries as the current user
 	logger  *slog.Logger
 
 	mu      sync.Mutex
@@ -97,7 +102,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dataDir: dataDir, binDir: binDir, runAs: runAs, logger: logger}
+	s := &Server{dataDir: dataDir, binDir: binDir, runAs: runAs, logger: logger, extra: opts.Settings}
 
 	// A server already running on this cluster is adopted, never restarted.
 	port, running, err := runningServer(ctx, dataDir)
@@ -296,18 +301,19 @@ func (s *Server) choosePort() (int, error) {
 	return FreePort()
 }
 
-// FreePort asks the kernel for a currently unused TCP port on 127.0.0.1.
-// Another process may take it before it is used; Start retries for that.
+// FreePort returns a TCP port on 127.0.0.1 that is unused right now,
+// below 32768: the kernel hands out ports from 32768 up to outgoing
+// connections, which could take a listener's port between choosing and
+// binding it. Another process may still take it first; Start retries for
+// that.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("localpg: pick free port: %w", err)
+	for range 200 {
+		port := 20000 + mathrand.IntN(32768-20000)
+		if portFree(port) {
+			return port, nil
+		}
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	if err := l.Close(); err != nil {
-		return 0, fmt.Errorf("localpg: pick free port: %w", err)
-	}
-	return port, nil
+	return 0, errors.New("localpg: no free port found between 20000 and 32767")
 }
 
 func portFree(port int) bool {
@@ -346,6 +352,9 @@ func (s *Server) writeConfig(port int, durable bool) error {
 		fmt.Fprintf(&b, "fsync = off\n")
 		fmt.Fprintf(&b, "synchronous_commit = off\n")
 		fmt.Fprintf(&b, "full_page_writes = off\n")
+	}
+	for _, l := range s.extra {
+		fmt.Fprintf(&b, "%s\n", l)
 	}
 	fmt.Fprintf(&b, "%s\n", confEnd)
 	// WriteFile truncates the existing file, keeping its owner and mode.

@@ -1,0 +1,14 @@
+-- timeline is the timeline of the PostgreSQL server running it: 1 on a new
+-- cluster, one more after each promotion of a standby or point-in-time
+-- recovery, read from the name of the WAL file being written (the
+-- checkpoint's timeline lags a promotion until the next checkpoint). A
+-- node's term is valid only on the timeline it registered on (see
+-- node_register). On Citus it is 0: each server there has a timeline of
+-- its own and a claim runs on a worker, so the check is left out.
+CREATE OR REPLACE FUNCTION pgsched.timeline()
+RETURNS integer
+LANGUAGE sql
+AS $$
+SELECT ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::integer -- not on citus
+/*citus SELECT 0*/
+$$;
