@@ -82,6 +82,12 @@ func childWorker() error {
 	type execer interface {
 		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 	}
+	// With CHILD_LOG_PID, execlog's node names the process too (node#pid),
+	// for tests of processes that share a node id.
+	logNode := cfg.NodeID
+	if env("CHILD_LOG_PID") != "" {
+		logNode = fmt.Sprintf("%s#%d", cfg.NodeID, os.Getpid())
+	}
 	run := func(ctx context.Context, db execer, job *pgsched.Job) error {
 		start := time.Now()
 		d := sleep
@@ -97,7 +103,7 @@ func childWorker() error {
 			// run that starts when it must not is on record even if its
 			// context is cancelled right after.
 			_, err := db.Exec(ctx, "INSERT INTO "+schema+".execlog (ordering_id, uk, node, attempt, started, ended) VALUES ($1, $2, $3, $4, $5, $5)",
-				job.OrderingID, job.UniquenessKey, cfg.NodeID, job.Attempt, start)
+				job.OrderingID, job.UniquenessKey, logNode, job.Attempt, start)
 			if err != nil {
 				return err
 			}
@@ -131,7 +137,7 @@ func childWorker() error {
 		case <-time.After(d):
 		}
 		_, err := db.Exec(ctx, "INSERT INTO "+schema+".execlog (ordering_id, uk, node, attempt, started, ended) VALUES ($1, $2, $3, $4, $5, $6)",
-			job.OrderingID, job.UniquenessKey, cfg.NodeID, job.Attempt, start, time.Now())
+			job.OrderingID, job.UniquenessKey, logNode, job.Attempt, start, time.Now())
 		if err != nil {
 			return err
 		}
@@ -169,6 +175,7 @@ type child struct {
 	cmd   *exec.Cmd
 	node  string
 	lines chan string // what the child printed, line by line
+	logs  chan string // what it logged (stderr), line by line; also copied to the test's stderr
 }
 
 // waitLine waits for a printed line starting with prefix.
@@ -190,20 +197,29 @@ func (c *child) waitLine(t *testing.T, prefix string, within time.Duration) stri
 	}
 }
 
-// startChild starts a worker process; env adds CHILD_* settings such as
-// CHILD_FLEXDOWN=5s.
+// startChild starts a worker process and waits until it has started; env
+// adds CHILD_* settings such as CHILD_FLEXDOWN=5s.
 func startChild(t *testing.T, db *pgtest.DB, node string, sleep time.Duration, concurrency int, drain time.Duration, env ...string) *child {
+	t.Helper()
+	c := spawnChild(t, db, node, sleep, concurrency, drain, env...)
+	c.waitLine(t, "STARTED", 20*time.Second)
+	return c
+}
+
+// spawnChild starts a worker process without waiting for it to start.
+func spawnChild(t *testing.T, db *pgtest.DB, node string, sleep time.Duration, concurrency int, drain time.Duration, env ...string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "PGSCHED_TEST_CHILD=worker", "CHILD_URL="+db.URL, "CHILD_SCHEMA="+db.Schema,
 		"CHILD_NODE="+node, "CHILD_SLEEP="+sleep.String(), "CHILD_CONCURRENCY="+strconv.Itoa(concurrency),
 		"CHILD_DRAIN="+drain.String())
 	cmd.Env = append(cmd.Env, env...)
-	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
+	errOut, err := cmd.StderrPipe()
+	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	c := &child{cmd: cmd, node: node, lines: make(chan string, 10_000)}
+	c := &child{cmd: cmd, node: node, lines: make(chan string, 10_000), logs: make(chan string, 10_000)}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	go func() {
 		defer close(c.lines)
@@ -215,8 +231,37 @@ func startChild(t *testing.T, db *pgtest.DB, node string, sleep time.Duration, c
 			}
 		}
 	}()
-	c.waitLine(t, "STARTED", 20*time.Second)
+	go func() {
+		defer close(c.logs)
+		sc := bufio.NewScanner(errOut)
+		for sc.Scan() {
+			fmt.Fprintln(os.Stderr, sc.Text())
+			select {
+			case c.logs <- sc.Text():
+			default:
+			}
+		}
+	}()
 	return c
+}
+
+// waitLog waits for a logged line containing s.
+func (c *child) waitLog(t *testing.T, s string, within time.Duration) string {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case l, ok := <-c.logs:
+			if !ok {
+				t.Fatalf("child %s exited before logging %q", c.node, s)
+			}
+			if strings.Contains(l, s) {
+				return l
+			}
+		case <-deadline:
+			t.Fatalf("child %s did not log %q within %s", c.node, s, within)
+		}
+	}
 }
 
 func createExecLog(t *testing.T, db *pgtest.DB) {
