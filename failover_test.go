@@ -3,6 +3,7 @@ package pgsched_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/migrator"
 	"github.com/pgsched/pgsched/internal/pgtest"
+	"github.com/pgsched/pgsched/pgschedmigrate"
+	"github.com/pgsched/pgsched/pgschedui"
 )
 
 // runLog records handler runs in memory: the database is what fails over.
@@ -215,4 +218,47 @@ func mustPool(t *testing.T, url string) *pgxpool.Pool {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	return pool
+}
+
+// TestMultiHostFindsThePrimary: with the standby named first in a
+// multi-host connection string, the migrator, the client, a worker and
+// the console all work on the primary.
+func TestMultiHostFindsThePrimary(t *testing.T) {
+	t.Parallel()
+	if pgtest.Citus() {
+		t.Skip("runs on servers of its own, the same with or without Citus; the single-server suite runs it")
+	}
+	ctx := context.Background()
+	rep := pgtest.NewReplicated(t, false)
+	url := rep.StandbyFirstURL()
+	const schema = "multihost"
+	require.NoError(t, migrator.Up(ctx, url, migrator.Options{Schema: schema}))
+	pool := mustPool(t, url)
+	require.NoError(t, pgschedmigrate.Up(ctx, pool, pgschedmigrate.Config{Schema: schema}))
+	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: schema})
+	require.NoError(t, err)
+	ran := make(chan string, 1)
+	cfg := fastConfig(schema)
+	cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(_ context.Context, job *pgsched.Job) error {
+		ran <- job.OrderingID
+		return nil
+	})}
+	startWorkerOn(t, pool, cfg)
+	res, err := client.Schedule(ctx, pgsched.Task{OrderingID: "multi", ScheduledAt: time.Now()})
+	require.NoError(t, err)
+	require.Equal(t, pgsched.Inserted, res)
+	select {
+	case id := <-ran:
+		require.Equal(t, "multi", id)
+	case <-time.After(pgtest.Patience(20 * time.Second)):
+		t.Fatal("the task did not run")
+	}
+
+	ui, err := pgschedui.New(pool, pgschedui.Config{Schema: schema})
+	require.NoError(t, err)
+	for _, page := range []string{"/ui/", "/ui/cluster", "/ui/tasks?ordering_id=multi"} {
+		rec := httptest.NewRecorder()
+		ui.ServeHTTP(rec, httptest.NewRequest("GET", page, nil))
+		require.Equal(t, 200, rec.Code, "%s: %s", page, rec.Body.String())
+	}
 }

@@ -72,6 +72,13 @@ func (r *Replicated) URL() string {
 		r.Primary.Port(), r.Standby.Port())
 }
 
+// StandbyFirstURL is URL with the standby named first: a client must skip
+// it (it refuses writes) and use the primary.
+func (r *Replicated) StandbyFirstURL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
+		r.Standby.Port(), r.Primary.Port())
+}
+
 // CutReplication stops the standby from receiving WAL (its primary_conninfo
 // emptied), so what the primary commits from now on never reaches it: an
 // asynchronous standby's lag, made as long as the test likes.
