@@ -1,4 +1,4 @@
-.PHONY: test test-citus citus-up citus-down run bench generate check-generated chaos chaos-outage chaos-short image screenshots
+.PHONY: test test-citus citus-up citus-down run bench generate check-generated chaos chaos-outage chaos-failover chaos-short chaos-failover-short image screenshots
 
 test:            ## every test, against real PostgreSQL
 	./scripts/test.sh
@@ -30,8 +30,14 @@ chaos:           ## kills, freezes, a PostgreSQL restart and webhook 500s agains
 chaos-outage:    ## the same with PostgreSQL down for 30s instead of the restart
 	go run ./cmd/chaos -mode outage
 
+chaos-failover:  ## the same with a synchronous standby promoted when the primary is killed, instead of the restart
+	go run ./cmd/chaos -mode failover
+
 chaos-short:     ## the CI preset of make chaos: about two minutes
 	go run ./cmd/chaos -short
+
+chaos-failover-short: ## the CI preset of make chaos-failover: about two minutes
+	go run ./cmd/chaos -short -mode failover
 
 image:           ## the worker's container image, built without Docker: dist/pgsched-worker.oci.tar (an OCI archive); see deploy/README.md
 	go run ./cmd/image -out dist/pgsched-worker.oci.tar

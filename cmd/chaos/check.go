@@ -68,6 +68,10 @@ const (
 	FaultFreeze      = "freeze"
 	FaultPGRestart   = "pg-restart"
 	FaultPGOutage    = "pg-outage"
+	// FaultPGFailover: the primary killed (immediate) and its synchronous
+	// standby promoted; the workers follow it by their multi-host
+	// connection string.
+	FaultPGFailover = "pg-failover"
 	FaultReceiver500 = "receiver-500"
 	// FaultStall: the chaos process got no CPU for a while, and on a
 	// machine that busy neither did the workers or PostgreSQL: every node
@@ -103,7 +107,7 @@ func (f Fault) observed() bool { return f.Kind == FaultCrash || f.Kind == FaultS
 // everyNode reports whether f hits every node at once, so that its effects
 // last up to a lease TTL past its end (see Input.LeaseTTL).
 func (f Fault) everyNode() bool {
-	return f.Kind == FaultPGRestart || f.Kind == FaultPGOutage || f.Kind == FaultStall
+	return f.Kind == FaultPGRestart || f.Kind == FaultPGOutage || f.Kind == FaultPGFailover || f.Kind == FaultStall
 }
 
 // explains reports whether f can make a task delivered with a 2xx by node

@@ -168,6 +168,19 @@ func (nd *node) signal(sig syscall.Signal) error {
 	return nil
 }
 
+// ready reports whether the node answers /readyz with 200 now.
+func (nd *node) ready(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+nd.httpAddr+"/readyz", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
 // waitReady polls the node's /readyz.
 func (nd *node) waitReady(ctx context.Context) error {
 	client := &http.Client{Timeout: time.Second}

@@ -19,19 +19,40 @@ type database struct {
 	url    string
 	schema string
 	pg     *localpg.Server // nil when DATABASE_URL was given
-	pool   *pgxpool.Pool
+	// standby follows pg synchronously (-mode failover); nil otherwise.
+	standby *localpg.Server
+	pool    *pgxpool.Pool
 }
 
 // openDatabase uses databaseURL, or starts a durable throwaway server in
-// workDir: the immediate restart must lose only what a crash would.
-func openDatabase(ctx context.Context, databaseURL, workDir, schema string, logger *slog.Logger) (*database, error) {
+// workDir: the immediate restart must lose only what a crash would. With
+// standby, it also starts a synchronous streaming standby of that server,
+// and url names both (pgx's multi-host form), so that clients follow a
+// promotion by themselves.
+func openDatabase(ctx context.Context, databaseURL, workDir, schema string, standby bool, logger *slog.Logger) (*database, error) {
 	db := &database{url: databaseURL, schema: schema}
 	if db.url == "" {
-		srv, err := localpg.Start(ctx, localpg.Options{DataDir: filepath.Join(workDir, "pgdata"), Durable: true, Logger: logger})
+		var settings []string
+		if standby {
+			settings = []string{"synchronous_standby_names = '*'"}
+		}
+		srv, err := localpg.Start(ctx, localpg.Options{DataDir: filepath.Join(workDir, "pgdata"), Durable: true,
+			Settings: settings, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("starting a local PostgreSQL: %w", err)
 		}
 		db.pg, db.url = srv, srv.URL()
+		if standby {
+			sb, err := localpg.StartStandby(ctx, srv, localpg.Options{DataDir: filepath.Join(workDir, "pgstandby"), Durable: true,
+				Logger: logger})
+			if err != nil {
+				db.close(ctx)
+				return nil, fmt.Errorf("starting a standby: %w", err)
+			}
+			db.standby = sb
+			db.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write&connect_timeout=2",
+				srv.Port(), sb.Port())
+		}
 	}
 	if err := migrator.Up(ctx, db.url, migrator.Options{Schema: schema}); err != nil {
 		db.close(ctx)
@@ -91,9 +112,34 @@ func (db *database) dead(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// onNewPrimary returns the ids of the nodes holding a live lease registered
+// on the server's current timeline: since a failover, the nodes that are
+// back.
+func (db *database) onNewPrimary(ctx context.Context) (map[string]bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	rows, err := db.pool.Query(ctx, fmt.Sprintf("SELECT node_id FROM %s WHERE lease_expires_at > now() AND timeline = %s.timeline()",
+		db.table("nodes"), pgx.Identifier{db.schema}.Sanitize()))
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}
+
 func (db *database) close(ctx context.Context) {
 	if db.pool != nil {
 		db.pool.Close()
+	}
+	if db.standby != nil {
+		_ = db.standby.Stop(ctx)
 	}
 	if db.pg != nil {
 		_ = db.pg.Stop(ctx)

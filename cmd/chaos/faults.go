@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -25,7 +26,7 @@ type step struct {
 // planConfig shapes the fault plan.
 type planConfig struct {
 	window    time.Duration // faults happen within it
-	mode      string        // "faults" or "outage"
+	mode      string        // "faults", "outage" or "failover"
 	ttl       time.Duration
 	killEvery [2]time.Duration // a kill every so often, uniformly random in this range
 	freezes   int
@@ -43,9 +44,19 @@ const freezeLead = 8 * time.Millisecond
 // the database fault sits in the middle, the receiver's 500 spell at two
 // thirds. Everything ends a few seconds before the window does, so the
 // run's tail shows recovery.
+//
+// A failover gets a quiet span of failoverGap(ttl) of its own: the kills
+// and freezes are laid out over the rest of the window, those that would
+// reach into the span (their effects last up to two TTLs past their end)
+// moved past it, so how long the workers take to come back measures the
+// failover alone.
 func plan(rng *rand.Rand, pc planConfig) []step {
 	margin := 5 * time.Second
-	last := pc.window - margin
+	var gap time.Duration
+	if pc.mode == "failover" {
+		gap = failoverGap(pc.ttl)
+	}
+	last := pc.window - gap - margin
 	jitter := func(d time.Duration) time.Duration { return time.Duration(rng.Int64N(int64(d) + 1)) }
 	var steps []step
 	for at := pc.killEvery[0] + jitter(pc.killEvery[1]-pc.killEvery[0]); at < last; at += pc.killEvery[0] + jitter(pc.killEvery[1]-pc.killEvery[0]) {
@@ -57,9 +68,26 @@ func plan(rng *rand.Rand, pc planConfig) []step {
 		at := (time.Duration(i)*slot + slot/4 + jitter(slot/2)).Truncate(dueGrid) + dueGrid - freezeLead
 		steps = append(steps, step{at: at, kind: FaultFreeze, dur: freeze})
 	}
-	if pc.mode == "outage" {
+	switch pc.mode {
+	case "outage":
 		steps = append(steps, step{at: max(0, (last-pc.outage)/2), kind: FaultPGOutage, dur: pc.outage})
-	} else {
+	case "failover":
+		split := last / 2
+		resume := split + gap // the quiet span ends
+		for i := range steps {
+			switch s := &steps[i]; {
+			case s.at >= split:
+				s.at += gap
+			case s.at+s.dur+2*pc.ttl > split: // it would reach into the span
+				s.at = resume
+				if s.kind == FaultFreeze {
+					s.at = resume.Truncate(dueGrid) + dueGrid - freezeLead
+				}
+			}
+		}
+		steps = append(steps, step{at: split + failoverLead, kind: FaultPGFailover})
+		last += gap
+	default:
 		steps = append(steps, step{at: last / 2, kind: FaultPGRestart})
 	}
 	steps = append(steps, step{at: last * 2 / 3, kind: FaultReceiver500, dur: pc.fail500})
@@ -67,10 +95,25 @@ func plan(rng *rand.Rand, pc planConfig) []step {
 	return steps
 }
 
+// failoverLead is how long after the last node fault's effects a failover
+// comes.
+const failoverLead = 2 * time.Second
+
+// failoverGap is the span a failover keeps free of kills and freezes: its
+// lead, then a lease TTL and failoverReadyWithin for the workers to come
+// back, on dueGrid so the freezes moved past it stay timed to its ticks.
+func failoverGap(ttl time.Duration) time.Duration {
+	return (failoverLead + ttl + failoverReadyWithin + dueGrid - 1).Truncate(dueGrid)
+}
+
 // injector carries out a plan and records what it did.
 type injector struct {
 	cluster *cluster
 	pg      *localpg.Server // nil: the database is not ours to restart
+	// standby is pg's synchronous standby (-mode failover), db the run's
+	// database, where the failover's recovery is watched.
+	standby *localpg.Server
+	db      *database
 	recv    *receiver
 	rng     *rand.Rand
 	logger  *slog.Logger
@@ -83,7 +126,16 @@ type injector struct {
 	mu     sync.Mutex
 	faults []Fault
 	busy   map[*node]bool // killed or frozen right now
+	// back is how long after the promotion each node was ready again on
+	// the new primary (-mode failover); a node missing was not within
+	// failoverWatch.
+	back map[string]time.Duration
 }
+
+// failoverReadyWithin is what the run allows beyond a lease TTL for every
+// worker to be ready on a promoted standby: the TTL is the wait for the
+// old primary's leases, the rest reconnecting and registering.
+const failoverReadyWithin = 10 * time.Second
 
 func (in *injector) record(f Fault) {
 	in.mu.Lock()
@@ -189,6 +241,25 @@ func (in *injector) do(ctx context.Context, s step) error {
 		in.logger.Info("fault: PostgreSQL back")
 		return nil
 
+	case FaultPGFailover:
+		if in.pg == nil || in.standby == nil {
+			return errors.New("-mode failover needs its own primary and standby")
+		}
+		f := Fault{Kind: s.kind, Start: time.Now()}
+		bg := context.WithoutCancel(ctx)
+		in.logger.Info("fault: primary killed (pg_ctl stop -m immediate), standby promoted")
+		if err := in.pg.Halt(bg, localpg.Immediate); err != nil {
+			return fmt.Errorf("killing the primary: %w", err)
+		}
+		if err := in.standby.Promote(bg); err != nil {
+			return fmt.Errorf("promoting the standby: %w", err)
+		}
+		f.End = time.Now()
+		in.record(f)
+		in.logger.Info("fault: standby promoted; watching the workers come back")
+		in.watchBack(ctx, f.End)
+		return nil
+
 	case FaultReceiver500:
 		f := Fault{Kind: FaultReceiver500, Start: time.Now()}
 		in.logger.Info("fault: receiver answers 500", "for", s.dur)
@@ -199,6 +270,38 @@ func (in *injector) do(ctx context.Context, s step) error {
 		return nil
 	}
 	return fmt.Errorf("unknown fault %q", s.kind)
+}
+
+// watchBack records, for each node, how long after promoted it held a live
+// lease registered on the new primary and answered /readyz with 200,
+// giving up after a TTL plus failoverReadyWithin plus a margin.
+func (in *injector) watchBack(ctx context.Context, promoted time.Time) {
+	deadline := promoted.Add(in.ttl + failoverReadyWithin + 20*time.Second)
+	back := map[string]time.Duration{}
+	for len(back) < len(in.cluster.nodes) && time.Now().Before(deadline) {
+		live, err := in.db.onNewPrimary(ctx)
+		if err == nil {
+			for _, nd := range in.cluster.nodes {
+				if _, ok := back[nd.id]; !ok && live[nd.id] && nd.ready(ctx) {
+					back[nd.id] = time.Since(promoted)
+					in.logger.Info("worker ready on the new primary", "node", nd.id, "after", back[nd.id].Round(time.Millisecond))
+				}
+			}
+		}
+		if !sleep(ctx, 100*time.Millisecond) {
+			break
+		}
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.back = back
+}
+
+// failoverBack returns what watchBack recorded (nil without a failover).
+func (in *injector) failoverBack() map[string]time.Duration {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.back
 }
 
 // untilTick returns how long until freezeLead before the next tick of

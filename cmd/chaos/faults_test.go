@@ -17,13 +17,19 @@ func TestPlan(t *testing.T) {
 		{"short", shortPreset, "faults", map[string]int{FaultKill: 2, FaultFreeze: 2, FaultPGRestart: 1, FaultReceiver500: 1}},
 		{"long", longPreset, "faults", map[string]int{FaultKill: 15, FaultFreeze: 3, FaultPGRestart: 1, FaultReceiver500: 1}},
 		{"outage", longPreset, "outage", map[string]int{FaultKill: 15, FaultFreeze: 3, FaultPGOutage: 1, FaultReceiver500: 1}},
+		{"failover short", shortPreset, "failover", map[string]int{FaultKill: 2, FaultFreeze: 2, FaultPGFailover: 1, FaultReceiver500: 1}},
+		{"failover long", longPreset, "failover", map[string]int{FaultKill: 15, FaultFreeze: 3, FaultPGFailover: 1, FaultReceiver500: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			for seed := range uint64(200) {
+				window := tt.preset.duration
+				if tt.mode == "failover" {
+					window += failoverGap(tt.preset.ttl)
+				}
 				pc := planConfig{
-					window: tt.preset.duration, mode: tt.mode, ttl: tt.preset.ttl, killEvery: tt.preset.killEvery,
+					window: window, mode: tt.mode, ttl: tt.preset.ttl, killEvery: tt.preset.killEvery,
 					freezes: tt.preset.freezes, outage: tt.preset.outage, fail500: tt.preset.fail500,
 				}
 				steps := plan(rand.New(rand.NewPCG(seed, 1)), pc)
@@ -38,6 +44,19 @@ func TestPlan(t *testing.T) {
 					}
 					if s.kind == FaultFreeze && (s.at+freezeLead)%dueGrid != 0 {
 						t.Errorf("seed %d: freeze at %s is not %s before a tick of %s", seed, s.at, freezeLead, dueGrid)
+					}
+				}
+				for _, f := range steps {
+					if f.kind != FaultPGFailover {
+						continue
+					}
+					// No node is killed or frozen, nor suffers from it, from
+					// the failover's lead until its workers are judged back.
+					from, to := f.at-failoverLead, f.at+pc.ttl+failoverReadyWithin
+					for _, s := range steps {
+						if (s.kind == FaultKill || s.kind == FaultFreeze) && s.at < to && s.at+s.dur+2*pc.ttl > from {
+							t.Errorf("seed %d: %s at %s (for %s) reaches into the failover's quiet span %s..%s", seed, s.kind, s.at, s.dur, from, to)
+						}
 					}
 				}
 				for kind, n := range tt.want {

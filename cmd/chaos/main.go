@@ -100,7 +100,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.ids, "ids", 0, "ordering_ids the tasks are spread over (default 500; -short 100)")
 	fs.DurationVar(&o.duration, "duration", 0, "window the tasks are scheduled over; faults happen within it (default 4m; -short 1m)")
 	fs.DurationVar(&o.ttl, "ttl", 0, "workers' lease TTL; a freeze lasts twice as long (default 4s)")
-	fs.StringVar(&o.mode, "mode", "faults", "faults: kills, freezes, an immediate PostgreSQL restart, a webhook 500 spell; outage: the same with PostgreSQL down for -outage instead of the restart")
+	fs.StringVar(&o.mode, "mode", "faults", "faults: kills, freezes, an immediate PostgreSQL restart, a webhook 500 spell; outage: the same with PostgreSQL down for -outage instead of the restart; failover: the same with a synchronous standby promoted when the primary is killed, instead of the restart")
 	fs.Uint64Var(&o.seed, "seed", 0, "seed of the fault plan and task times (default: from the clock; printed)")
 	fs.StringVar(&o.out, "out", "", "directory for worker logs, report.txt, deliveries.csv and faults.json (default: a new temporary directory)")
 	fs.BoolVar(&o.short, "short", false, "the CI preset: about two minutes in all")
@@ -135,6 +135,10 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fill("freezes", &o.freezes, preset.freezes)
 	fillDur("duration", &o.duration, preset.duration)
 	fillDur("ttl", &o.ttl, preset.ttl)
+	if o.mode == "failover" && !set["duration"] {
+		// The failover's quiet span comes on top of the preset's window.
+		o.duration += failoverGap(o.ttl)
+	}
 	fillDur("settle", &o.settle, preset.settle)
 	fillDur("outage", &o.outage, preset.outage)
 	o.fail500, o.killEvery = preset.fail500, preset.killEvery
@@ -142,8 +146,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		o.seed = uint64(time.Now().UnixNano())
 	}
 	switch {
-	case o.mode != "faults" && o.mode != "outage":
-		return o, fmt.Errorf("-mode %q: want faults or outage", o.mode)
+	case o.mode != "faults" && o.mode != "outage" && o.mode != "failover":
+		return o, fmt.Errorf("-mode %q: want faults, outage or failover", o.mode)
 	case o.workers < 2:
 		return o, fmt.Errorf("-workers %d: at least 2, so a backup can stand in", o.workers)
 	case o.tasks < 1 || o.ids < 1 || o.ids > o.tasks:
@@ -185,8 +189,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("work directory: %w", err)
 	}
 	databaseURL := os.Getenv("DATABASE_URL")
-	if databaseURL != "" && o.mode == "outage" {
-		return errors.New("-mode outage needs a PostgreSQL of its own: unset DATABASE_URL")
+	if databaseURL != "" && o.mode != "faults" {
+		return fmt.Errorf("-mode %s needs a PostgreSQL of its own: unset DATABASE_URL", o.mode)
 	}
 	schema := "chaos"
 	if databaseURL != "" {
@@ -199,7 +203,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	bin := filepath.Join(work, "worker")
 	built := make(chan error, 1)
 	go func() { built <- buildWorker(ctx, root, bin, stderr, logger) }()
-	db, err := openDatabase(ctx, databaseURL, work, schema, logger)
+	db, err := openDatabase(ctx, databaseURL, work, schema, o.mode == "failover", logger)
 	if err != nil {
 		<-built
 		return err
@@ -224,7 +228,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(o.seed, 0x636861))
-	inj := &injector{cluster: cl, pg: db.pg, recv: recv, rng: rng, logger: logger, ttl: o.ttl, busy: map[*node]bool{}}
+	inj := &injector{cluster: cl, pg: db.pg, standby: db.standby, db: db, recv: recv, rng: rng, logger: logger, ttl: o.ttl,
+		busy: map[*node]bool{}}
 	cl.crashFunc = inj.record
 	stopWorkers := func() { cl.stopAll(drainTimeout + 10*time.Second) }
 	defer stopWorkers()
@@ -292,6 +297,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(w, "dead tasks: %d (the workers retry forever, so none should be)\n", deadTasks)
 	}
 	report.Print(w, time.Since(began), 20)
+	slow := false
+	if o.mode == "failover" {
+		slow = printFailover(w, cl, inj.failoverBack(), o.ttl)
+	}
 	var logs []string
 	for _, nd := range cl.nodes {
 		logs = append(logs, nd.logPath)
@@ -304,7 +313,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := writeJSON(filepath.Join(outDir, "faults.json"), report.Faults); err != nil {
 		return err
 	}
-	failed := report.Failed() || deadTasks > 0
+	failed := report.Failed() || deadTasks > 0 || slow
 	if failed {
 		fmt.Fprintln(w, "== FAIL")
 	} else {
@@ -317,6 +326,30 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errFailed
 	}
 	return nil
+}
+
+// printFailover says how long after the promotion each worker was ready
+// on the new primary, and reports whether any took longer than a lease
+// TTL plus failoverReadyWithin, or never was.
+func printFailover(w io.Writer, cl *cluster, back map[string]time.Duration, ttl time.Duration) (slow bool) {
+	bound := ttl + failoverReadyWithin
+	fmt.Fprintf(w, "failover: each worker ready on the promoted standby within %s (lease TTL + %s) of the promotion:", bound, failoverReadyWithin)
+	for _, nd := range cl.nodes {
+		d, ok := back[nd.id]
+		switch {
+		case !ok:
+			fmt.Fprintf(w, " %s never", nd.id)
+			slow = true
+		default:
+			fmt.Fprintf(w, " %s %s", nd.id, d.Round(10*time.Millisecond))
+			slow = slow || d > bound
+		}
+	}
+	fmt.Fprintln(w)
+	if slow {
+		fmt.Fprintln(w, "failover: a worker was not back in time")
+	}
+	return slow
 }
 
 // waitSettled waits for the window to pass and the faults to end, then for
