@@ -351,7 +351,7 @@ func TestBadSettingsExitAtOnce(t *testing.T) {
 }
 
 // TestRetryingHidesWebhookPassword: the start-up line shows webhook routes
-// without their passwords, and /readyz says why the worker is not ready
+// as scheme and host only, without their users, passwords or paths, and /readyz says why the worker is not ready
 // while it retries.
 func TestRetryingHidesWebhookPassword(t *testing.T) {
 	t.Parallel()
@@ -366,8 +366,8 @@ func TestRetryingHidesWebhookPassword(t *testing.T) {
 	code, body := readyz(addr)
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Contains(t, body, "migrating failed, retrying")
-	require.Contains(t, out.String(), "*=http://user:xxxxx@127.0.0.1:1/hook,mail=https://u:xxxxx@example.com/m")
-	for _, secret := range []string{"secret", "hunter2"} {
+	require.Contains(t, out.String(), "*=http://127.0.0.1:1,mail=https://example.com")
+	for _, secret := range []string{"user:", "secret", "hunter2", "/hook"} {
 		require.NotContains(t, out.String(), secret)
 		require.NotContains(t, body, secret)
 	}

@@ -28,7 +28,8 @@ type Routes struct {
 // every kind without its own route. Each URL must be an absolute http or
 // https URL with a host. Errors name the offending item; an empty string, an
 // empty item, a missing '=', an empty kind, a bad URL and a duplicate kind
-// are all errors.
+// are all errors. They show of each URL only its scheme and host (see
+// Redact): they end up in logs.
 func ParseRoutes(s string) (Routes, error) {
 	if strings.TrimSpace(s) == "" {
 		return Routes{}, errors.New("webhook: no routes configured")
@@ -42,13 +43,25 @@ func ParseRoutes(s string) (Routes, error) {
 			return Routes{}, fmt.Errorf("webhook: route item %d is empty", n)
 		}
 		kind, rawURL, ok := strings.Cut(item, "=")
-		if !ok {
-			return Routes{}, fmt.Errorf("webhook: route item %d %q: missing '=' (want kind=url)", n, redactURL(item))
+		switch {
+		case !ok:
+			return Routes{}, fmt.Errorf("webhook: route item %d %q: missing '=' (want kind=url)", n, shownItem(item))
+		case strings.Contains(kind, "://"):
+			// The '=' is in a URL's query: the kind is missing.
+			return Routes{}, fmt.Errorf("webhook: route item %d %q: missing the kind (want kind=url)", n, Redact(item))
 		}
 		kind, rawURL = strings.TrimSpace(kind), strings.TrimSpace(rawURL)
-		// Errors quote the item with its URL's password hidden: they end up
-		// in logs. item ends with rawURL, both being trimmed.
-		shown := item[:len(item)-len(rawURL)] + redactURL(rawURL)
+		// The kind, the '=' and the spaces around them: item ends with
+		// rawURL, both being trimmed.
+		shown := item[:len(item)-len(rawURL)]
+		if strings.ContainsAny(kind, "@?#") {
+			// Hardly a kind, but the start of a URL without its scheme or
+			// kind, up to a '=' in its query.
+			shown = "(kind not shown)="
+		}
+		if rawURL != "" {
+			shown += Redact(rawURL)
+		}
 		if kind == "" {
 			return Routes{}, fmt.Errorf("webhook: route item %d %q: empty kind", n, shown)
 		}
@@ -71,15 +84,25 @@ func ParseRoutes(s string) (Routes, error) {
 	return r, nil
 }
 
+// shownItem is what an error may show of a route item without '=': a
+// plain word (a kind without its URL) as it is, anything else as a URL.
+func shownItem(item string) string {
+	if !strings.ContainsAny(item, ":/@?#%") {
+		return item
+	}
+	return Redact(item)
+}
+
+// validateURL says what is wrong with a route's URL without quoting it.
 func validateURL(s string) error {
 	if s == "" {
 		return errors.New("empty URL")
 	}
 	u, err := url.Parse(s)
 	if err != nil {
-		// url.Error repeats the URL, password included: keep only the
-		// cause, and not even that when the URL may hold a password, which
-		// a cause such as an invalid port can quote a piece of.
+		// url.Error repeats the URL: keep only the cause, and not even that
+		// when the URL may hold a password, which a cause such as an
+		// invalid port can quote a piece of.
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
@@ -90,10 +113,10 @@ func validateURL(s string) error {
 		return fmt.Errorf("invalid URL: %w", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("URL %q is not an absolute http or https URL", redactURL(s))
+		return errors.New("not an absolute http or https URL")
 	}
 	if u.Host == "" {
-		return fmt.Errorf("URL %q has no host", redactURL(s))
+		return errors.New("URL has no host")
 	}
 	return nil
 }
@@ -120,7 +143,7 @@ func (r Routes) Len() int {
 }
 
 // String lists the routes as comma-separated kind=url pairs sorted by kind,
-// each URL's password replaced by "xxxxx", for log lines.
+// each URL reduced to its scheme and host (see Redact), for log lines.
 func (r Routes) String() string {
 	kinds := make([]string, 0, len(r.byKind))
 	for kind := range r.byKind {
@@ -129,38 +152,10 @@ func (r Routes) String() string {
 	sort.Strings(kinds)
 	pairs := make([]string, 0, r.Len())
 	if r.fallback != "" {
-		pairs = append(pairs, Wildcard+"="+redactURL(r.fallback))
+		pairs = append(pairs, Wildcard+"="+Redact(r.fallback))
 	}
 	for _, kind := range kinds {
-		pairs = append(pairs, kind+"="+redactURL(r.byKind[kind]))
+		pairs = append(pairs, kind+"="+Redact(r.byKind[kind]))
 	}
 	return strings.Join(pairs, ",")
-}
-
-// redactURL returns s with any password replaced by "xxxxx", as
-// url.URL.Redacted does; for what url.Parse cannot split into a userinfo
-// (unparsable, or no "//"), everything between the first ':' after the
-// scheme and the last '@' before any '?' or '#' is taken to be the
-// password, so even a mistyped URL never prints one.
-func redactURL(s string) string {
-	if u, err := url.Parse(s); err == nil && u.Opaque == "" {
-		return u.Redacted()
-	}
-	end := len(s)
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		end = i
-	}
-	at := strings.LastIndex(s[:end], "@")
-	if at < 0 {
-		return s
-	}
-	start := 0
-	if i := strings.Index(s[:at], "://"); i >= 0 {
-		start = i + len("://")
-	}
-	colon := strings.Index(s[start:at], ":")
-	if colon < 0 {
-		return s
-	}
-	return s[:start+colon+1] + "xxxxx" + s[at:]
 }

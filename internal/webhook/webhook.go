@@ -213,7 +213,7 @@ func (e *Executor) Deliver(ctx context.Context, t Task) error {
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	return &StatusError{
 		Kind:       t.Kind,
-		URL:        redact(target),
+		URL:        Redact(target),
 		StatusCode: code,
 		Body:       strings.ToValidUTF8(string(snippet), "?"),
 		Permanent:  !retryableStatus(code),
@@ -262,13 +262,16 @@ func validHeaderValue(s string) bool {
 	return true
 }
 
-// redact shortens a URL to its scheme and host for error messages, which
-// are stored with the task and shown by the console: a webhook URL often
-// carries its credential in the user info, the path (Slack, Discord) or
-// the query (?token=), and the kind already names the route.
-func redact(s string) string {
+// Redact reduces a URL to what logs, errors and the console may show: its
+// scheme and host (with port). A webhook URL often carries its credential
+// in the user info, the path (Slack, Discord) or the query (?token=), and
+// the kind already names the route. What does not parse into a scheme and
+// a host shows as "(webhook URL)", and so does the host of a URL with an
+// '@' but no user info: a password holding a '/' ends the authority early,
+// so what parses as its host may be the password's start.
+func Redact(s string) string {
 	u, err := url.Parse(s)
-	if err != nil || u.Host == "" {
+	if err != nil || u.Host == "" || (u.User == nil && strings.Contains(s, "@")) {
 		return "(webhook URL)"
 	}
 	return u.Scheme + "://" + u.Host
@@ -279,7 +282,7 @@ func redact(s string) string {
 func hideURL(err error, target string) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return &url.Error{Op: ue.Op, URL: redact(target), Err: ue.Err}
+		return &url.Error{Op: ue.Op, URL: Redact(target), Err: ue.Err}
 	}
 	return err
 }
@@ -288,7 +291,7 @@ func hideURL(err error, target string) error {
 // non-2xx status.
 type StatusError struct {
 	Kind       string // task kind
-	URL        string // target URL's scheme and host only (see redact)
+	URL        string // target URL's scheme and host only (see Redact)
 	StatusCode int
 	// Body holds at most the first 4 KiB of the response body (invalid
 	// UTF-8 replaced by '?').
