@@ -86,13 +86,19 @@ func sqlQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") +
 // claimTask claims the head task of orderingID as a worker would.
 func claimTask(t *testing.T, b clientBundle, orderingID string) (store.Claimed, int64) {
 	t.Helper()
+	return claimTaskMax(t, b, orderingID, 100)
+}
+
+// claimTaskMax is claimTask with a claim of up to max tasks.
+func claimTaskMax(t *testing.T, b clientBundle, orderingID string, max int) (store.Claimed, int64) {
+	t.Helper()
 	ctx := context.Background()
 	node := "test-" + orderingID
 	lease, err := b.store.NodeRegister(ctx, b.db.Pool, node, "test", time.Minute, "host", 1, false, 0)
 	require.NoError(t, err)
 	set, err := b.store.Settings(ctx, b.db.Pool)
 	require.NoError(t, err)
-	got, err := b.store.Claim(ctx, b.db.Pool, node, lease.Epoch, []int32{int32(pgsched.Partition(orderingID, set.PartitionCount))}, 100, 0)
+	got, err := b.store.Claim(ctx, b.db.Pool, node, lease.Epoch, []int32{int32(pgsched.Partition(orderingID, set.PartitionCount))}, max, 0)
 	require.NoError(t, err)
 	for _, c := range got {
 		if c.OrderingID == orderingID {

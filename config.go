@@ -21,6 +21,14 @@ const (
 	DefaultFinishDelay   = time.Millisecond
 )
 
+// The largest Concurrency and Prefetch a WorkerConfig may have. One node
+// runs that many handlers and holds that many more claimed tasks; more
+// work calls for more nodes, not a bigger claim statement.
+const (
+	MaxConcurrency = 10_000
+	MaxPrefetch    = 10_000
+)
+
 // ClientConfig configures a Client.
 type ClientConfig struct {
 	// Schema holds pgsched's tables; it must match the one migrated.
@@ -56,16 +64,16 @@ type WorkerConfig struct {
 
 	// NodeID names this worker node. Defaults to host name and pid.
 	NodeID string
-	// Concurrency is how many tasks run at once on this node. Defaults to
-	// DefaultConcurrency (100).
+	// Concurrency is how many tasks run at once on this node, at most
+	// MaxConcurrency (10000). Defaults to DefaultConcurrency (100).
 	Concurrency int
 	// Prefetch is how many claimed tasks may wait on this node for a free
 	// handler beyond Concurrency, so claims (one commit each) stay large
 	// while handlers are busy. A prefetched task counts as running (it can
 	// no longer be cancelled or rescheduled) and, if the node stops before
 	// starting it, goes back at once. Tasks come only from this node's own
-	// partitions, so no other node could have run them sooner. 0 defaults
-	// to Concurrency; negative disables.
+	// partitions, so no other node could have run them sooner. At most
+	// MaxPrefetch (10000); 0 defaults to Concurrency; negative disables.
 	Prefetch int
 	// LeaseTTL is how long the node's lease lasts without renewal; renewed
 	// every third of it. Defaults to 10s.

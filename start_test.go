@@ -116,7 +116,14 @@ func TestNewWorkerConfigErrors(t *testing.T) {
 		{"LeaseTTL", "LeaseTTL 1ms is too short (minimum 100ms)", func(c *pgsched.WorkerConfig) { c.LeaseTTL = time.Millisecond }},
 		{"LeaseTTL", "LeaseTTL -1s is too short", func(c *pgsched.WorkerConfig) { c.LeaseTTL = -time.Second }},
 		{"Schema", `invalid schema name "Bad-Schema"`, func(c *pgsched.WorkerConfig) { c.Schema = "Bad-Schema" }},
-		{"Concurrency", "Concurrency must be positive", func(c *pgsched.WorkerConfig) { c.Concurrency = -1 }},
+		{"Concurrency", "Concurrency must be between 1 and 10000 (0: the default, 100), got -1", func(c *pgsched.WorkerConfig) { c.Concurrency = -1 }},
+		{"Concurrency", "Concurrency must be between 1 and 10000 (0: the default, 100), got 10001", func(c *pgsched.WorkerConfig) {
+			c.Concurrency = pgsched.MaxConcurrency + 1
+		}},
+		{"Concurrency", "got 1073741824", func(c *pgsched.WorkerConfig) { c.Concurrency = 1 << 30 }},
+		{"Prefetch", "Prefetch must be at most 10000 (0: as many as Concurrency; negative: none), got 10001", func(c *pgsched.WorkerConfig) {
+			c.Prefetch = pgsched.MaxPrefetch + 1
+		}},
 		{"DrainTimeout", "DrainTimeout must not be negative", func(c *pgsched.WorkerConfig) { c.DrainTimeout = -time.Second }},
 		{"PollInterval", "PollInterval must not be negative", func(c *pgsched.WorkerConfig) { c.PollInterval = -time.Second }},
 		{"FlexDown", "FlexDown must not be negative", func(c *pgsched.WorkerConfig) { c.FlexDown = -time.Second }},

@@ -55,8 +55,13 @@ func checkConfig(cfg WorkerConfig) error {
 	if cfg.LeaseTTL != 0 && cfg.LeaseTTL < minLeaseTTL {
 		return configErr("LeaseTTL", "LeaseTTL %s is too short (minimum %s)", cfg.LeaseTTL, minLeaseTTL)
 	}
-	if cfg.Concurrency < 0 {
-		return configErr("Concurrency", "Concurrency must be positive, got %d", cfg.Concurrency)
+	if cfg.Concurrency < 0 || cfg.Concurrency > MaxConcurrency {
+		return configErr("Concurrency", "Concurrency must be between 1 and %d (0: the default, %d), got %d",
+			MaxConcurrency, DefaultConcurrency, cfg.Concurrency)
+	}
+	if cfg.Prefetch > MaxPrefetch {
+		return configErr("Prefetch", "Prefetch must be at most %d (0: as many as Concurrency; negative: none), got %d",
+			MaxPrefetch, cfg.Prefetch)
 	}
 	if cfg.FinishBatch < 0 {
 		return configErr("FinishBatch", "FinishBatch must not be negative, got %d", cfg.FinishBatch)

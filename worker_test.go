@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -533,4 +534,35 @@ func TestPrefetch(t *testing.T) {
 	require.Equal(t, 17, pending, "three completed, the rest pending again")
 	require.Zero(t, attempts, "a released task keeps its attempt count")
 	require.Equal(t, 3, countRows(t, b, "completions"))
+}
+
+// TestCapacityAtMaximum: a worker with Concurrency and Prefetch at their
+// maxima claims and runs a task, and a claim count beyond what an int4
+// holds claims the due task rather than wrapping to a negative count that
+// claims nothing.
+func TestCapacityAtMaximum(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	_, err := b.client.Schedule(ctx, pgsched.Task{OrderingID: "wide-1", ScheduledAt: time.Now()})
+	require.NoError(t, err)
+	c, _ := claimTaskMax(t, b, "wide-1", math.MaxInt32+1)
+	require.Equal(t, "wide-1", c.OrderingID)
+
+	ran := make(chan string, 1)
+	cfg := fastConfig(b.db.Schema)
+	cfg.Concurrency, cfg.Prefetch = pgsched.MaxConcurrency, pgsched.MaxPrefetch
+	cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(_ context.Context, job *pgsched.Job) error {
+		ran <- job.OrderingID
+		return nil
+	})}
+	startWorker(t, b.db, cfg)
+	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "wide-2", ScheduledAt: time.Now()})
+	require.NoError(t, err)
+	select {
+	case id := <-ran:
+		require.Equal(t, "wide-2", id)
+	case <-time.After(20 * time.Second):
+		t.Fatal("a worker at the maximum capacity ran nothing")
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -47,7 +48,7 @@ func (s *Store) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64
 				break
 			}
 			rows, err := s.q.TaskClaimDueOn(ctx, s.db(db), dbgen.TaskClaimDueOnParams{
-				Anchor: parts[0], NodeID: node, Epoch: epoch, PartitionIds: parts, MaxTasks: int32(max - len(jobs)), AheadSeconds: ahead.Seconds(),
+				Anchor: parts[0], NodeID: node, Epoch: epoch, PartitionIds: parts, MaxTasks: sqlCount(max - len(jobs)), AheadSeconds: ahead.Seconds(),
 			})
 			if err != nil {
 				return jobs, nil, fmt.Errorf("claiming on the Citus worker of partition %d: %w", parts[0], err)
@@ -59,7 +60,7 @@ func (s *Store) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64
 		return jobs, unreached, nil
 	}
 	rows, err := s.q.TaskClaimDue(ctx, s.db(db), dbgen.TaskClaimDueParams{
-		NodeID: node, Epoch: epoch, PartitionIds: partitions, MaxTasks: int32(max), AheadSeconds: ahead.Seconds(),
+		NodeID: node, Epoch: epoch, PartitionIds: partitions, MaxTasks: sqlCount(max), AheadSeconds: ahead.Seconds(),
 	})
 	if err != nil {
 		return nil, nil, err
@@ -69,6 +70,13 @@ func (s *Store) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64
 		jobs[i] = claimedRow(r)
 	}
 	return jobs, nil, nil
+}
+
+// sqlCount is n as the int4 a statement's row count takes, capped at its
+// largest: a count beyond it means all rows, where converting would wrap
+// it to a negative count that claims nothing.
+func sqlCount(n int) int32 {
+	return int32(min(max(n, 0), math.MaxInt32))
 }
 
 // claimedRow builds a Claimed from a row of pgsched.claim_due_many.
