@@ -33,6 +33,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -144,6 +145,11 @@ func flags(getenv func(string) string) (o *options, fs *flag.FlagSet, check func
 		}
 		fs.StringVar(p, name, v, usage+" ("+env+")")
 	}
+	// secret is a string setting that -h shows only as set or not.
+	secret := func(p *string, name, env, usage string) {
+		*p = getenv(env)
+		fs.Var((*secretValue)(p), name, usage+" ("+env+")")
+	}
 	dur := func(p *time.Duration, name, env string, def, lo, hi time.Duration, usage string) {
 		between := "between " + fmtDuration(lo) + " and " + fmtDuration(hi)
 		v := def
@@ -197,7 +203,7 @@ func flags(getenv func(string) string) (o *options, fs *flag.FlagSet, check func
 		fs.BoolVar(p, name, v, usage+" ("+env+")")
 	}
 	home, _ := os.UserHomeDir()
-	str(&o.databaseURL, "database-url", "DATABASE_URL", "", "PostgreSQL connection string; empty starts a local server")
+	secret(&o.databaseURL, "database-url", "DATABASE_URL", "PostgreSQL connection `URL` (or key=value string); empty starts a local server")
 	str(&o.schema, "schema", "PGSCHED_SCHEMA", "pgsched", "schema holding pgsched's tables")
 	str(&o.nodeID, "node-id", "PGSCHED_NODE_ID", "", "this node's id (default host-pid)")
 	str(&o.httpAddr, "http-addr", "PGSCHED_HTTP_ADDR", "127.0.0.1:9090", "host:port for /metrics, /healthz, /readyz")
@@ -205,8 +211,8 @@ func flags(getenv func(string) string) (o *options, fs *flag.FlagSet, check func
 		"tasks running at once on this node")
 	integer(&o.prefetch, "prefetch", "PGSCHED_PREFETCH", 0, math.MinInt, pgsched.MaxPrefetch,
 		"claimed tasks that may wait for a free handler (0: as many as -concurrency; negative: none)")
-	str(&o.webhooks, "webhooks", "PGSCHED_WEBHOOKS", "", "kind=url pairs, comma-separated; *=url for any kind")
-	str(&o.webhookSecret, "webhook-secret", "PGSCHED_WEBHOOK_SECRET", "", "Standard Webhooks signing secret(s), whsec_<base64>; two, comma-separated, during a rotation")
+	secret(&o.webhooks, "webhooks", "PGSCHED_WEBHOOKS", "`kind=url` pairs, comma-separated; *=url for any kind")
+	secret(&o.webhookSecret, "webhook-secret", "PGSCHED_WEBHOOK_SECRET", "Standard Webhooks signing `secret`(s), whsec_<base64>; two, comma-separated, during a rotation")
 	dur(&o.webhookTimeout, "webhook-timeout", "PGSCHED_WEBHOOK_TIMEOUT", webhook.DefaultTimeout, minWebhookTimeout, maxWebhookTimeout,
 		"per-request webhook timeout; a timeout retries")
 	dur(&o.leaseTTL, "lease-ttl", "PGSCHED_LEASE_TTL", pgsched.DefaultLeaseTTL, minLeaseTTL, maxLeaseTTL, "node lease TTL")
@@ -221,7 +227,7 @@ func flags(getenv func(string) string) (o *options, fs *flag.FlagSet, check func
 	str(&o.logFormat, "log-format", "PGSCHED_LOG_FORMAT", "text", "text or json")
 	str(&o.recurringFile, "recurring-file", "PGSCHED_RECURRING_FILE", "", "JSON file of recurring schedules to create or update at start")
 	boolean(&o.console, "console", "PGSCHED_CONSOLE", true, "serve the web console at /ui/ on -http-addr")
-	str(&o.consoleToken, "console-token", "PGSCHED_CONSOLE_TOKEN", "", "token that enables the console's actions (retry, delete, pause, resume); empty: read-only")
+	secret(&o.consoleToken, "console-token", "PGSCHED_CONSOLE_TOKEN", "`token` that enables the console's actions (retry, delete, pause, resume); empty: read-only")
 	boolean(&o.migrate, "migrate", "PGSCHED_MIGRATE", true, "apply migrations at start")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.stopLocal, "stop-local", false, "stop the local PostgreSQL in -data-dir (one a worker left running) and exit")
@@ -274,6 +280,24 @@ func fmtDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// secretValue is a string flag whose value is never shown: -h prints a
+// set one as "(set)". Connection strings, webhook URLs (user info, paths
+// and queries often hold their credential), signing secrets and the
+// console token are secretValues.
+type secretValue string
+
+func (s *secretValue) String() string {
+	if s == nil || *s == "" {
+		return ""
+	}
+	return "(set)"
+}
+
+func (s *secretValue) Set(v string) error {
+	*s = secretValue(v)
+	return nil
 }
 
 // checkNodeID refuses a node id PostgreSQL cannot store (invalid UTF-8) or
@@ -452,10 +476,31 @@ func startLocal(ctx context.Context, o *options, routes webhook.Routes, stdout i
 func openPool(ctx context.Context, o options) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(o.databaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL (-database-url): %w", err)
+		return nil, fmt.Errorf("%s does not parse: %s (the value is not shown: it may hold a password)",
+			setting("DATABASE_URL", "database-url"), parseProblem(err))
 	}
 	cfg.MaxConns = max(cfg.MaxConns, 8)
 	return pgxpool.NewWithConfig(ctx, cfg)
+}
+
+// parseProblem is what a connection string parse error says is wrong,
+// without the string: pgx's message quotes it with only the password
+// masked (user, host names, options and all), and its cause, from
+// net/url, quotes it whole.
+func parseProblem(err error) string {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return "not a PostgreSQL connection string"
+	}
+	// "cannot parse `<string>`: <problem>" and " (<cause>)" when wrapping.
+	msg := pe.Error()
+	if cause := pe.Unwrap(); cause != nil {
+		msg = strings.TrimSuffix(msg, " ("+cause.Error()+")")
+	}
+	if i := strings.LastIndex(msg, "`: "); i >= 0 && !strings.Contains(msg[i+3:], "`") {
+		return msg[i+3:]
+	}
+	return "not a PostgreSQL connection string"
 }
 
 func workerConfig(o options, exec *webhook.Executor, logger *slog.Logger, reg prometheus.Registerer) pgsched.WorkerConfig {
