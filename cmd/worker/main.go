@@ -410,7 +410,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}()
 	logger.Info("http listening", "addr", o.httpAddr)
 
-	if err := bringUp(ctx, o, w, state, logger); err != nil {
+	if err := bringUp(ctx, o, pool, w, state, logger); err != nil {
 		if ctx.Err() != nil {
 			// Stopped while still coming up: a failed Start leaves nothing running.
 			return nil
@@ -548,10 +548,18 @@ func namingSetting(err error) error {
 // bringUp migrates (when asked) and starts w, retrying with backoff while
 // the database is unreachable or not migrated yet, and giving up at once on
 // what no retry can fix.
-func bringUp(ctx context.Context, o options, w *pgsched.Worker, state *readiness, logger *slog.Logger) error {
+func bringUp(ctx context.Context, o options, pool *pgxpool.Pool, w *pgsched.Worker, state *readiness, logger *slog.Logger) error {
 	if o.migrate {
 		err := retry(ctx, "migrating", state, logger, func() error {
-			return migrator.Up(ctx, o.databaseURL, migrator.Options{Schema: o.schema, Logger: logger})
+			// From the pool's parsed configuration, not DATABASE_URL again:
+			// its pool_* settings are the pool's, and PostgreSQL refuses
+			// them as session parameters.
+			m, err := migrator.OpenConfig(ctx, pool.Config().ConnConfig.Copy(), migrator.Options{Schema: o.schema, Logger: logger})
+			if err != nil {
+				return err
+			}
+			defer m.Close()
+			return m.Up(ctx)
 		})
 		if err != nil {
 			return err

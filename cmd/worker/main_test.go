@@ -390,6 +390,32 @@ func TestStartsOnceSchemaIsMigrated(t *testing.T) {
 	require.NotContains(t, out.String(), pgsched.ErrAlreadyStarted.Error())
 }
 
+// TestMigratesWithPoolSettings: a DATABASE_URL carrying pgxpool's own
+// settings (pool_max_conns), which the handlers' pool takes, migrates too:
+// migrating from the same parsed configuration, PostgreSQL never sees them
+// as unknown session parameters, refusing every connection for ever.
+func TestMigratesWithPoolSettings(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(pgtest.ServerURL(t))
+	require.NoError(t, err)
+	q := u.Query()
+	q.Set("pool_max_conns", "12")
+	u.RawQuery = q.Encode()
+	schema := pgtest.UniqueName(t, "poolurl")
+	t.Cleanup(func() {
+		_, _ = pgtest.AdminPool(t).Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+	})
+	addr := freeAddr(t)
+	out := startRun(t, map[string]string{
+		"DATABASE_URL":      u.String(),
+		"PGSCHED_SCHEMA":    schema,
+		"PGSCHED_HTTP_ADDR": addr,
+		"PGSCHED_LEASE_TTL": "1s",
+	})
+	waitFor(t, 30*time.Second, func() bool { code, _ := readyz(addr); return code == http.StatusOK },
+		"ready, migrated; log:\n%s", out)
+}
+
 // TestConsoleShowsNoSecrets: a worker whose webhook URLs carry credentials
 // (user info, a secret path, a token in the query), whose database URL
 // holds a password and which has a signing secret and a console token
