@@ -52,12 +52,21 @@ type Config struct {
 	// Token enables actions (retry and delete dead tasks, pause and resume
 	// kinds and recurring schedules, cancel running tasks): a person signs
 	// in with it once, and each action is a POST carrying a CSRF token
-	// derived from it. Empty: the console only reads.
+	// derived from it. At least MinTokenLen bytes; empty: the console only
+	// reads.
 	Token string
 	// Logger receives failed page loads and every action with what it
 	// changed. Defaults to discarding.
 	Logger *slog.Logger
 }
+
+// MinTokenLen is the shortest Config.Token New accepts: sign-in is
+// throttled, but a short token is still a guessable one.
+const MinTokenLen = 16
+
+// ErrShortToken is returned by New for a non-empty Config.Token shorter
+// than MinTokenLen.
+var ErrShortToken = fmt.Errorf("pgschedui: Config.Token must be at least %d bytes long", MinTokenLen)
 
 type console struct {
 	pool   *pgxpool.Pool
@@ -81,6 +90,9 @@ func New(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	}
 	if !strings.HasPrefix(cfg.Prefix, "/") || !strings.HasSuffix(cfg.Prefix, "/") {
 		return nil, fmt.Errorf("pgschedui: Prefix %q must start and end with /", cfg.Prefix)
+	}
+	if cfg.Token != "" && len(cfg.Token) < MinTokenLen {
+		return nil, ErrShortToken
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

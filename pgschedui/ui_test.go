@@ -357,8 +357,8 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Logf("recurring: %s", screenshot(t, b, "recurring"))
 }
 
-// TestConsoleRefusesBadConfig: a nil pool or a bad prefix or schema is an
-// error at New.
+// TestConsoleRefusesBadConfig: a nil pool, a bad prefix or schema, or a
+// token shorter than 16 bytes is an error at New.
 func TestConsoleRefusesBadConfig(t *testing.T) {
 	t.Parallel()
 	_, err := pgschedui.New(nil, pgschedui.Config{})
@@ -368,6 +368,14 @@ func TestConsoleRefusesBadConfig(t *testing.T) {
 	require.ErrorContains(t, err, "must start and end with /")
 	_, err = pgschedui.New(pool, pgschedui.Config{Schema: "Bad-Schema"})
 	require.Error(t, err)
+	for _, short := range []string{"x", "fifteen-bytes!!"} {
+		_, err = pgschedui.New(pool, pgschedui.Config{Token: short})
+		require.ErrorIs(t, err, pgschedui.ErrShortToken, "%q", short)
+		require.ErrorContains(t, err, "Config.Token must be at least 16 bytes")
+		require.NotContains(t, err.Error(), short, "an error never repeats the token")
+	}
+	_, err = pgschedui.New(pool, pgschedui.Config{Token: "sixteen-bytes!!!"})
+	require.NoError(t, err)
 }
 
 // TestConsoleActionsInBrowser: with a token, a person signs in on the
@@ -424,7 +432,7 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 		require.True(t, time.Now().Before(deadline), "the charge did not die")
 	}
 
-	h, err := pgschedui.New(db.Pool, pgschedui.Config{Schema: db.Schema, Token: "s3cret-token"})
+	h, err := pgschedui.New(db.Pool, pgschedui.Config{Schema: db.Schema, Token: "s3cret-console-token"})
 	require.NoError(t, err)
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", h)
@@ -446,7 +454,7 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	}
 	require.Equal(t, http.StatusForbidden, post("/ui/dead/retry", url.Values{"id": {fmt.Sprint(deadID)}}))
 	require.Equal(t, http.StatusForbidden, post("/ui/signin", url.Values{"token": {"guess"}}))
-	signIn, err := http.NewRequest(http.MethodPost, srv.URL+"/ui/signin", strings.NewReader("token=s3cret-token"))
+	signIn, err := http.NewRequest(http.MethodPost, srv.URL+"/ui/signin", strings.NewReader("token=s3cret-console-token"))
 	require.NoError(t, err)
 	signIn.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(signIn)
@@ -465,12 +473,12 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	do := func(steps ...chromedp.Action[chromedp.Void]) { t.Helper(); act(t, b, steps...) }
 	// Sign in on the page, then retry the dead task.
 	do(chromedp.Navigate(srv.URL+"/ui/dead"), chromedp.WaitVisible(`input[name="token"]`),
-		chromedp.SendKeys(`input[name="token"]`, "s3cret-token"), chromedp.Submit(`form.signin`),
+		chromedp.SendKeys(`input[name="token"]`, "s3cret-console-token"), chromedp.Submit(`form.signin`),
 		chromedp.WaitVisible("#signed-in"), chromedp.WaitVisible(fmt.Sprintf("#retry-%d", deadID)))
 	t.Logf("dead, signed in: %s", screenshot(t, b, "dead-actions"))
 	page, err := chromedp.Run(b, chromedp.OuterHTML("html"))
 	require.NoError(t, err)
-	require.NotContains(t, page, "s3cret-token", "the token never appears on a page")
+	require.NotContains(t, page, "s3cret-console-token", "the token never appears on a page")
 	follow(t, b, fmt.Sprintf("#retry-%d", deadID))
 	for deadline := time.Now().Add(pgtest.Patience(20 * time.Second)); ; time.Sleep(20 * time.Millisecond) {
 		var done int

@@ -396,6 +396,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var ui http.Handler
 	if o.console {
 		if ui, err = pgschedui.New(pool, pgschedui.Config{Schema: o.schema, Token: o.consoleToken, Logger: logger}); err != nil {
+			if errors.Is(err, pgschedui.ErrShortToken) {
+				err = fmt.Errorf("PGSCHED_CONSOLE_TOKEN (-console-token): %w", err)
+			}
 			return err
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/pgsched/pgsched/internal/pgtest"
 	"github.com/pgsched/pgsched/internal/sqlschema"
 	"github.com/pgsched/pgsched/internal/webhook"
+	"github.com/pgsched/pgsched/pgschedui"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -318,6 +319,7 @@ func TestBadSettingsExitAtOnce(t *testing.T) {
 		{map[string]string{"PGSCHED_WEBHOOKS": "=http://127.0.0.1/1"}, "PGSCHED_WEBHOOKS", nil},
 		{map[string]string{"PGSCHED_WEBHOOKS": "*=http://127.0.0.1/1", "PGSCHED_WEBHOOK_SECRET": "s3cret-plain"}, "PGSCHED_WEBHOOK_SECRET", nil},
 		{map[string]string{"PGSCHED_WEBHOOKS": "*=http://127.0.0.1/1", "PGSCHED_WEBHOOK_SECRET": "whsec_c2hvcnQ="}, "PGSCHED_WEBHOOK_SECRET", nil},
+		{map[string]string{"PGSCHED_CONSOLE_TOKEN": "short-TOKEN"}, "PGSCHED_CONSOLE_TOKEN", pgschedui.ErrShortToken},
 	} {
 		env := map[string]string{"DATABASE_URL": nowhereURL(t), "PGSCHED_HTTP_ADDR": freeAddr(t)}
 		maps.Copy(env, tc.env)
@@ -327,8 +329,10 @@ func TestBadSettingsExitAtOnce(t *testing.T) {
 		cancel()
 		require.Error(t, err, "%v", tc.env)
 		require.ErrorContains(t, err, tc.naming, "%v", tc.env)
-		if secret := tc.env["PGSCHED_WEBHOOK_SECRET"]; secret != "" {
-			require.NotContains(t, err.Error(), secret, "an error never repeats a secret")
+		for _, v := range []string{"PGSCHED_WEBHOOK_SECRET", "PGSCHED_CONSOLE_TOKEN"} {
+			if secret := tc.env[v]; secret != "" {
+				require.NotContains(t, err.Error(), secret, "an error never repeats a secret")
+			}
 		}
 		if tc.is != nil {
 			require.ErrorIs(t, err, tc.is, "%v", tc.env)
@@ -440,7 +444,7 @@ func TestConsoleShowsNoSecrets(t *testing.T) {
 		"PGSCHED_HTTP_ADDR":      addr,
 		"PGSCHED_WEBHOOKS":       "refused=" + creds(refusing.URL) + ", down=" + creds("http://"+freeAddr(t)),
 		"PGSCHED_WEBHOOK_SECRET": secret,
-		"PGSCHED_CONSOLE_TOKEN":  "console-TOKEN-1",
+		"PGSCHED_CONSOLE_TOKEN":  "console-TOKEN-1-of-24-bytes",
 		"PGSCHED_MAX_ATTEMPTS":   "1",
 		"PGSCHED_LEASE_TTL":      "1s",
 		"PGSCHED_POLL_INTERVAL":  "100ms",
@@ -472,7 +476,7 @@ func TestConsoleShowsNoSecrets(t *testing.T) {
 		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT scheduled_at FROM "+db.Schema+".dead_tasks WHERE kind = $1", kind).Scan(&at))
 		pages = append(pages, "/ui/tasks/key?"+url.Values{"ordering_id": {"o-" + kind}, "scheduled_at": {at.UTC().Format(time.RFC3339Nano)}}.Encode())
 	}
-	secrets := []string{"hook-PASSWORD", "hook-user", "PATH-SECRET", "QUERY-SECRET", "db-PASSWORD-1", "console-TOKEN-1", secret,
+	secrets := []string{"hook-PASSWORD", "hook-user", "PATH-SECRET", "QUERY-SECRET", "db-PASSWORD-1", "console-TOKEN-1-of-24-bytes", secret,
 		strings.TrimPrefix(secret, webhook.SecretPrefix)}
 	for _, page := range pages {
 		resp, err := http.Get("http://" + addr + page)
@@ -524,7 +528,7 @@ func TestOutputShowsNoSecrets(t *testing.T) {
 	}
 	secret1 := webhook.SecretPrefix + base64.StdEncoding.EncodeToString([]byte("first-SIGNING-key-24byte"))
 	secret2 := webhook.SecretPrefix + base64.StdEncoding.EncodeToString([]byte("second-SIGNING-key-24byt"))
-	secrets := []string{"db-PASSWORD-2", "hook-USER", "hook-PASSWORD", "PATH-SECRET", "QUERY-SECRET", "console-TOKEN-2",
+	secrets := []string{"db-PASSWORD-2", "hook-USER", "hook-PASSWORD", "PATH-SECRET", "QUERY-SECRET", "console-TOKEN-2-of-24-bytes",
 		secret1, secret2, strings.TrimPrefix(secret1, webhook.SecretPrefix), strings.TrimPrefix(secret2, webhook.SecretPrefix)}
 	addr := freeAddr(t)
 	env := map[string]string{
@@ -533,7 +537,7 @@ func TestOutputShowsNoSecrets(t *testing.T) {
 		"PGSCHED_HTTP_ADDR":      addr,
 		"PGSCHED_WEBHOOKS":       "a=" + withCreds(hook.URL) + ", *=" + withCreds("https://example.com:8443"),
 		"PGSCHED_WEBHOOK_SECRET": secret1 + "," + secret2,
-		"PGSCHED_CONSOLE_TOKEN":  "console-TOKEN-2",
+		"PGSCHED_CONSOLE_TOKEN":  "console-TOKEN-2-of-24-bytes",
 		"PGSCHED_LEASE_TTL":      "1s",
 	}
 	showsNone := func(what, output string) {
