@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pgsched/pgsched"
@@ -63,13 +65,30 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, c.back(r), http.StatusSeeOther)
 }
 
-// back is where an action returns to: the page it was posted from.
+// back is where an action returns to: the page it was posted from, when
+// that is a path of the console's; anything else returns to the
+// overview. The form's value is the poster's to choose, so it is held to
+// a plain path under the prefix: no scheme or host; no backslash or
+// control character, raw or decoded (browsers read "/\x" and "/<tab>/x"
+// as "//x", another site); no empty, "." or ".." segment, decoded, as
+// http.Redirect cleans the path it is given ("/ui/../\x" becomes "/\x").
 func (c *console) back(r *http.Request) string {
-	if to := r.PostFormValue("back"); len(to) > len(c.prefix) && to[:len(c.prefix)] == c.prefix {
-		return to
+	to := r.PostFormValue("back")
+	u, err := url.Parse(to)
+	if err != nil || strings.ContainsFunc(to, notInPath) || strings.ContainsFunc(u.Path, notInPath) ||
+		u.Scheme != "" || u.Opaque != "" || u.User != nil || u.Host != "" || !strings.HasPrefix(u.Path, c.prefix) {
+		return c.prefix
 	}
-	return c.prefix
+	segments := strings.Split(u.Path[1:], "/")
+	for i, seg := range segments {
+		if seg == "." || seg == ".." || seg == "" && i < len(segments)-1 {
+			return c.prefix
+		}
+	}
+	return (&url.URL{Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}).String()
 }
+
+func notInPath(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }
 
 // action checks that actions are on, the request is signed in and
 // carries the CSRF field, then runs do and logs what it changed.

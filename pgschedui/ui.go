@@ -76,7 +76,10 @@ type console struct {
 	logger *slog.Logger
 	pages  map[string]*template.Template
 	token  string
+	mux    *http.ServeMux
 }
+
+func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.mux.ServeHTTP(w, r) }
 
 // New returns the console's handler. Mount it at cfg.Prefix:
 //
@@ -142,6 +145,7 @@ func New(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	}
 	static, _ := fs.Sub(staticFiles, "static")
 	mux := http.NewServeMux()
+	c.mux = mux
 	mux.Handle("GET "+cfg.Prefix+"static/", http.StripPrefix(cfg.Prefix+"static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET "+cfg.Prefix+"{$}", c.overview)
 	mux.HandleFunc("GET "+cfg.Prefix+"kinds", c.kinds)
@@ -161,7 +165,7 @@ func New(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 	mux.HandleFunc("POST "+cfg.Prefix+"recurring/resume", c.action(c.resumeRecurring))
 	mux.HandleFunc("POST "+cfg.Prefix+"kinds/pause", c.action(c.pauseKind))
 	mux.HandleFunc("POST "+cfg.Prefix+"kinds/resume", c.action(c.resumeKind))
-	return mux, nil
+	return c, nil
 }
 
 // hue gives each node a stable color, so a partition grid shows owners.

@@ -1,0 +1,111 @@
+package pgschedui_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsched/pgsched/internal/pgtest"
+	"github.com/pgsched/pgsched/pgschedui"
+)
+
+const testToken = "a-console-token-of-32-bytes-long"
+
+// post sends form to h at path, as a browser's form would, with headers
+// and cookies, and returns the response without following a redirect.
+func post(h http.Handler, path string, form url.Values, headers map[string]string, cookies ...*http.Cookie) *http.Response {
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec.Result()
+}
+
+// signIn signs in to h with the right token and returns the session cookie.
+func signIn(t *testing.T, h http.Handler) []*http.Cookie {
+	t.Helper()
+	resp := post(h, "/ui/signin", url.Values{"token": {testToken}}, nil)
+	require.Equal(t, http.StatusSeeOther, resp.StatusCode)
+	require.NotEmpty(t, resp.Cookies())
+	return resp.Cookies()
+}
+
+// TestConsoleRedirectsOnlyWithinPrefix: after signing in or acting, the
+// console returns to the form's back path only when it is a plain path
+// under its prefix; anything that could lead a browser to another site
+// returns to the overview.
+func TestConsoleRedirectsOnlyWithinPrefix(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
+	h, err := pgschedui.New(db.Pool, pgschedui.Config{Schema: db.Schema, Token: testToken})
+	require.NoError(t, err)
+	session := signIn(t, h)
+	for back, want := range map[string]string{
+		// Pages of the console: kept, query and all.
+		"/ui/":                "/ui/",
+		"/ui/dead":            "/ui/dead",
+		"/ui/dead/":           "/ui/dead/",
+		"/ui/dead?kind=email": "/ui/dead?kind=email",
+		"/ui/tasks/key?ordering_id=a+b&scheduled_at=2026-01-02T03%3A04%3A05Z": "/ui/tasks/key?ordering_id=a+b&scheduled_at=2026-01-02T03%3A04%3A05Z",
+		// Anything else: the overview.
+		"":                            "/ui/",
+		"/ui":                         "/ui/",
+		"/uix/":                       "/ui/",
+		"/metrics":                    "/ui/",
+		"ui/dead":                     "/ui/",
+		"//evil.com":                  "/ui/",
+		"//evil.com/ui/":              "/ui/",
+		"///evil.com":                 "/ui/",
+		`/\evil.com`:                  "/ui/",
+		`\\evil.com`:                  "/ui/",
+		`/ui/../\evil.com`:            "/ui/",
+		`/ui/\evil.com`:               "/ui/",
+		"/ui/..//evil.com":            "/ui/",
+		"/ui//evil.com":               "/ui/",
+		"/ui/./dead":                  "/ui/",
+		"/ui/x/../../..//evil.com":    "/ui/",
+		"/ui/%2e%2e/":                 "/ui/",
+		"/ui/%2E%2E/%2E%2E//evil.com": "/ui/",
+		"/ui/%5cevil.com":             "/ui/",
+		"/ui/%5C%5Cevil.com":          "/ui/",
+		"/ui/..%5cevil.com":           "/ui/",
+		"/ui/%2f%2fevil.com":          "/ui/",
+		"/ui/\t/evil.com":             "/ui/",
+		"/\t/evil.com":                "/ui/",
+		"/ui/%09/evil.com":            "/ui/",
+		"/ui/%00":                     "/ui/",
+		"https://evil.com/ui/":        "/ui/",
+		"https:/ui/":                  "/ui/",
+		"https:evil.com":              "/ui/",
+		"javascript:alert(1)":         "/ui/",
+		"//user@evil.com/ui/":         "/ui/",
+	} {
+		for _, path := range []string{"/ui/signin", "/ui/kinds/resume"} {
+			form := url.Values{"back": {back}}
+			if path == "/ui/signin" {
+				form.Set("token", testToken)
+			} else {
+				form.Set("kind", "email")
+				form.Set("csrf", pgschedui.CSRF(h))
+			}
+			resp := post(h, path, form, nil, session...)
+			require.Equal(t, http.StatusSeeOther, resp.StatusCode, "%s back=%q", path, back)
+			loc := resp.Header.Get("Location")
+			require.Equal(t, want, loc, "%s back=%q", path, back)
+			u, err := url.Parse(loc)
+			require.NoError(t, err)
+			require.Empty(t, u.Scheme+u.Host, "%s back=%q: %s", path, back, loc)
+			require.True(t, strings.HasPrefix(loc, "/ui/") && !strings.ContainsAny(loc, `\`), "%s back=%q: %s", path, back, loc)
+		}
+	}
+}
