@@ -24,7 +24,10 @@ import (
 // console); every action is a POST that must carry that cookie and a CSRF
 // field, another MAC of the token, which a page of another origin cannot
 // read. Both are derived from the token, so the console keeps no state
-// and a new token signs everyone out.
+// and a new token signs everyone out. Every POST, sign-in included, is
+// also refused when the browser says it comes from another origin
+// (http.CrossOriginProtection: Sec-Fetch-Site when sent, else Origin
+// against Host), a check that needs no secret on the page.
 
 const cookieName = "pgsched_console"
 
@@ -52,6 +55,9 @@ func (c *console) signedIn(r *http.Request) bool {
 func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 	if c.token == "" {
 		http.Error(w, "actions are disabled: the console has no token (PGSCHED_CONSOLE_TOKEN)", http.StatusForbidden)
+		return
+	}
+	if !c.sameOrigin(w, r) {
 		return
 	}
 	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.token)) != 1 {
@@ -90,13 +96,29 @@ func (c *console) back(r *http.Request) string {
 
 func notInPath(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }
 
-// action checks that actions are on, the request is signed in and
-// carries the CSRF field, then runs do and logs what it changed.
+// sameOrigin answers 403 to a POST a browser sends from a page of another
+// origin and reports whether r may go on.
+func (c *console) sameOrigin(w http.ResponseWriter, r *http.Request) bool {
+	err := c.crossOrigin.Check(r)
+	if err == nil {
+		return true
+	}
+	c.logger.Warn("console request from another origin refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"),
+		"sec_fetch_site", r.Header.Get("Sec-Fetch-Site"), "remote", r.RemoteAddr)
+	http.Error(w, "refused: "+err.Error(), http.StatusForbidden)
+	return false
+}
+
+// action checks that actions are on, the request comes from the
+// console's origin, is signed in and carries the CSRF field, then runs do
+// and logs what it changed.
 func (c *console) action(do func(ctx context.Context, r *http.Request) (string, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case c.token == "":
 			http.Error(w, "actions are disabled: the console has no token (PGSCHED_CONSOLE_TOKEN)", http.StatusForbidden)
+			return
+		case !c.sameOrigin(w, r):
 			return
 		case !c.signedIn(r):
 			http.Error(w, "sign in with the console token first", http.StatusForbidden)

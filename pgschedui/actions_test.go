@@ -1,6 +1,7 @@
 package pgschedui_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/pgtest"
 	"github.com/pgsched/pgsched/pgschedui"
 )
@@ -108,4 +110,51 @@ func TestConsoleRedirectsOnlyWithinPrefix(t *testing.T) {
 			require.True(t, strings.HasPrefix(loc, "/ui/") && !strings.ContainsAny(loc, `\`), "%s back=%q: %s", path, back, loc)
 		}
 	}
+}
+
+// TestConsoleRefusesCrossOriginPosts: a signed-in POST with the right
+// CSRF field is still refused (403) when the browser says it comes from a
+// page of another origin, and changes nothing; from the console's own
+// origin, or from a client sending neither header, it acts.
+func TestConsoleRefusesCrossOriginPosts(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
+	h, err := pgschedui.New(db.Pool, pgschedui.Config{Schema: db.Schema, Token: testToken})
+	require.NoError(t, err)
+	session := signIn(t, h)
+	// httptest.NewRequest's Host is example.com.
+	for name, tc := range map[string]struct {
+		headers map[string]string
+		status  int
+	}{
+		"other origin":              {map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+		"other port":                {map[string]string{"Origin": "http://example.com:8080"}, http.StatusForbidden},
+		"host as a prefix":          {map[string]string{"Origin": "http://example.com.evil.example"}, http.StatusForbidden},
+		"opaque origin":             {map[string]string{"Origin": "null"}, http.StatusForbidden},
+		"cross-site fetch":          {map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		"same-site fetch":           {map[string]string{"Sec-Fetch-Site": "same-site", "Origin": "http://sub.example.com"}, http.StatusForbidden},
+		"cross-site, origin forged": {map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "http://example.com"}, http.StatusForbidden},
+		"own origin":                {map[string]string{"Origin": "http://example.com"}, http.StatusSeeOther},
+		"same-origin fetch":         {map[string]string{"Sec-Fetch-Site": "same-origin", "Origin": "http://example.com"}, http.StatusSeeOther},
+		"typed address":             {map[string]string{"Sec-Fetch-Site": "none"}, http.StatusSeeOther},
+		"no browser headers":        {nil, http.StatusSeeOther},
+	} {
+		resp := post(h, "/ui/kinds/pause", url.Values{"kind": {name}, "csrf": {pgschedui.CSRF(h)}, "back": {"/ui/kinds"}}, tc.headers, session...)
+		require.Equal(t, tc.status, resp.StatusCode, name)
+	}
+	client, err := pgsched.NewClient(db.Pool, pgsched.ClientConfig{Schema: db.Schema})
+	require.NoError(t, err)
+	paused, err := client.PausedKinds(context.Background())
+	require.NoError(t, err)
+	var kinds []string
+	for _, k := range paused {
+		kinds = append(kinds, k.Kind)
+	}
+	require.ElementsMatch(t, []string{"own origin", "same-origin fetch", "typed address", "no browser headers"}, kinds,
+		"only the same-origin pauses changed the database")
+
+	// Sign-in too: the right token from another origin gets no session.
+	resp := post(h, "/ui/signin", url.Values{"token": {testToken}}, map[string]string{"Origin": "https://evil.example"})
+	require.Equal(t, http.StatusForbidden, resp.StatusCode)
+	require.Empty(t, resp.Cookies())
 }

@@ -77,6 +77,8 @@ type console struct {
 	pages  map[string]*template.Template
 	token  string
 	mux    *http.ServeMux
+	// crossOrigin refuses POSTs from pages of other origins.
+	crossOrigin *http.CrossOriginProtection
 }
 
 func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.mux.ServeHTTP(w, r) }
@@ -109,7 +111,7 @@ func New(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 		return nil, fmt.Errorf("pgschedui: %w", err)
 	}
 	c := &console{pool: pool, store: st, client: client, prefix: cfg.Prefix, logger: cfg.Logger, pages: map[string]*template.Template{},
-		token: cfg.Token}
+		token: cfg.Token, crossOrigin: http.NewCrossOriginProtection()}
 	funcs := template.FuncMap{
 		"since": func(t time.Time) string {
 			if t.IsZero() {
