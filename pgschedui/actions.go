@@ -23,9 +23,11 @@ import (
 // a cookie holding a MAC of it (HttpOnly, SameSite=Strict, scoped to the
 // console); every action is a POST that must carry that cookie and a CSRF
 // field, another MAC of the token, which a page of another origin cannot
-// read. Both are derived from the token, so the console keeps no state
-// and a new token signs everyone out. Every POST, sign-in included, is
-// also refused when the browser says it comes from another origin
+// read. Both are derived from the token, so sessions need no state and a
+// new token signs everyone out. The only state is the count of failed
+// sign-ins, which lock their address, and after many every address, out
+// for a while (throttle.go). Every POST, sign-in included, is also
+// refused when the browser says it comes from another origin
 // (http.CrossOriginProtection: Sec-Fetch-Site when sent, else Origin
 // against Host), a check that needs no secret on the page.
 
@@ -60,8 +62,22 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 	if !c.sameOrigin(w, r) {
 		return
 	}
-	if subtle.ConstantTimeCompare([]byte(r.PostFormValue("token")), []byte(c.token)) != 1 {
-		c.logger.Warn("console sign-in refused", "remote", r.RemoteAddr)
+	// Hashes of equal length compare in a time that tells nothing of the
+	// token, not even its length; hashing happens before the throttle's
+	// turn, which a long guess would otherwise hold up.
+	guess, want := sha256.Sum256([]byte(r.PostFormValue("token"))), sha256.Sum256([]byte(c.token))
+	a := c.signins.try(r.RemoteAddr, func() bool { return subtle.ConstantTimeCompare(guess[:], want[:]) == 1 })
+	after := (a.wait + time.Second - 1).Truncate(time.Second) // whole seconds, rounded up
+	if after > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(after/time.Second)))
+	}
+	switch {
+	case !a.tried:
+		c.logger.Debug("console sign-in refused unchecked: too many failures", "remote", r.RemoteAddr, "retry_after", after)
+		http.Error(w, fmt.Sprintf("too many failed sign-ins: try again in %s", after), http.StatusTooManyRequests)
+		return
+	case !a.ok:
+		c.logger.Warn("console sign-in refused: wrong token", "remote", r.RemoteAddr, "failures", a.failures, "locked_for", after)
 		http.Error(w, "wrong token", http.StatusForbidden)
 		return
 	}

@@ -1,12 +1,18 @@
 package pgschedui_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -157,4 +163,94 @@ func TestConsoleRefusesCrossOriginPosts(t *testing.T) {
 	resp := post(h, "/ui/signin", url.Values{"token": {testToken}}, map[string]string{"Origin": "https://evil.example"})
 	require.Equal(t, http.StatusForbidden, resp.StatusCode)
 	require.Empty(t, resp.Cookies())
+}
+
+// TestConsoleThrottlesSignIn: after a few wrong tokens from one address,
+// its sign-ins are refused (429, Retry-After), the right token included,
+// for a time that doubles with each further failure up to a bound; other
+// addresses sign in meanwhile, until wrong tokens from many addresses
+// lock everyone out for a while. The right token works again once the
+// time is up. Failures are logged without what was guessed. The console's
+// clock is the test's, so no lock-out is waited out.
+func TestConsoleThrottlesSignIn(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	h, err := pgschedui.New(pgtest.AdminPool(t), pgschedui.Config{Token: testToken,
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	require.NoError(t, err)
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	pgschedui.SetSignInClock(h, func() time.Time { return now })
+	guesses, compared := 0, 0 // wrong tokens sent, and answered "wrong token"
+	signInFrom := func(addr string, right bool) *http.Response {
+		token := testToken
+		if !right {
+			guesses++
+			token = fmt.Sprintf("wrong-guess-%d", guesses)
+		}
+		req := httptest.NewRequest(http.MethodPost, "/ui/signin", strings.NewReader(url.Values{"token": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.RemoteAddr = addr
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if !right && rec.Code == http.StatusForbidden {
+			compared++
+		}
+		return rec.Result()
+	}
+	refused := func(resp *http.Response, status int, retryAfter string, msg string) {
+		t.Helper()
+		require.Equal(t, status, resp.StatusCode, msg)
+		require.Equal(t, retryAfter, resp.Header.Get("Retry-After"), msg)
+		require.Empty(t, resp.Cookies(), msg)
+	}
+
+	const attacker = "203.0.113.7:40000"
+	for i := range 5 {
+		refused(signInFrom(attacker, false), http.StatusForbidden, "", fmt.Sprintf("free failure %d", i+1))
+	}
+	refused(signInFrom(attacker, false), http.StatusForbidden, "1", "the 6th failure locks out for 1s")
+	refused(signInFrom(attacker, true), http.StatusTooManyRequests, "1", "the right token, locked out")
+	refused(signInFrom("203.0.113.7:40001", true), http.StatusTooManyRequests, "1", "another port of the address")
+	require.Equal(t, http.StatusSeeOther, signInFrom("198.51.100.9:1", true).StatusCode, "another address signs in")
+	// Each failure after a lock-out doubles it, up to 10 minutes; until
+	// its last second, every sign-in is refused.
+	wait := time.Second
+	for _, want := range []string{"2", "4", "8", "16", "32", "64", "128", "256", "512", "600", "600"} {
+		now = now.Add(wait - time.Second)
+		refused(signInFrom(attacker, false), http.StatusTooManyRequests, "1", "a second before the lock-out's end")
+		now = now.Add(time.Second)
+		resp := signInFrom(attacker, false)
+		refused(resp, http.StatusForbidden, want, "the next failure")
+		n, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		require.NoError(t, err)
+		wait = time.Duration(n) * time.Second
+	}
+	now = now.Add(wait)
+	require.Equal(t, http.StatusSeeOther, signInFrom(attacker, true).StatusCode, "the right token once the time is up")
+	refused(signInFrom(attacker, false), http.StatusForbidden, "", "signing in forgot the address's failures")
+
+	// An hour later, wrong tokens from 50 addresses, one each, are free;
+	// the 51st locks every address out, for a second at first.
+	now = now.Add(time.Hour)
+	for i := range 50 {
+		refused(signInFrom(fmt.Sprintf("10.0.%d.%d:1", i/256, i%256), false), http.StatusForbidden, "", fmt.Sprintf("address %d", i))
+	}
+	refused(signInFrom("10.1.0.0:1", false), http.StatusForbidden, "1", "the 51st failure")
+	refused(signInFrom("192.0.2.200:1", true), http.StatusTooManyRequests, "1", "everyone is locked out")
+	now = now.Add(time.Second)
+	require.Equal(t, http.StatusSeeOther, signInFrom("192.0.2.200:1", true).StatusCode, "after the lock-out")
+
+	// Each wrong token is logged, with its address, never its value.
+	var failures int
+	for line := range strings.Lines(logs.String()) {
+		var rec struct{ Msg, Remote string }
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		if rec.Msg == "console sign-in refused: wrong token" {
+			failures++
+			require.NotEmpty(t, rec.Remote)
+		}
+	}
+	require.Equal(t, compared, failures, "a log line for each wrong token compared")
+	require.NotContains(t, logs.String(), "wrong-guess")
+	require.NotContains(t, logs.String(), testToken)
 }

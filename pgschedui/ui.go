@@ -79,6 +79,7 @@ type console struct {
 	mux    *http.ServeMux
 	// crossOrigin refuses POSTs from pages of other origins.
 	crossOrigin *http.CrossOriginProtection
+	signins     *throttle
 }
 
 func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.mux.ServeHTTP(w, r) }
@@ -111,7 +112,7 @@ func New(pool *pgxpool.Pool, cfg Config) (http.Handler, error) {
 		return nil, fmt.Errorf("pgschedui: %w", err)
 	}
 	c := &console{pool: pool, store: st, client: client, prefix: cfg.Prefix, logger: cfg.Logger, pages: map[string]*template.Template{},
-		token: cfg.Token, crossOrigin: http.NewCrossOriginProtection()}
+		token: cfg.Token, crossOrigin: http.NewCrossOriginProtection(), signins: newThrottle()}
 	funcs := template.FuncMap{
 		"since": func(t time.Time) string {
 			if t.IsZero() {
