@@ -55,8 +55,9 @@ type Config struct {
 	// derived from it. At least MinTokenLen bytes; empty: the console only
 	// reads.
 	Token string
-	// Logger receives failed page loads and every action with what it
-	// changed. Defaults to discarding.
+	// Logger receives failed page loads, every action with what it
+	// changed, failed sign-ins (the address, never the guess) and POSTs
+	// refused as coming from another origin. Defaults to discarding.
 	Logger *slog.Logger
 }
 
@@ -82,6 +83,7 @@ type console struct {
 	signins     *throttle
 }
 
+// ServeHTTP serves the console's pages and actions.
 func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) { c.mux.ServeHTTP(w, r) }
 
 // New returns the console's handler. Mount it at cfg.Prefix:
