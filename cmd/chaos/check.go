@@ -63,15 +63,15 @@ func (d Delivery) String() string {
 // faults and stalls to every node; receiver-500 causes retries, never
 // duplicates. Crashes and stalls are observed, the others injected.
 const (
-	FaultKill        = "kill"
-	FaultCrash       = "crash" // a worker exited without being told to
-	FaultFreeze      = "freeze"
-	FaultPGRestart   = "pg-restart"
-	FaultPGOutage    = "pg-outage"
+	FaultKill      = "kill"
+	FaultCrash     = "crash" // a worker exited without being told to
+	FaultFreeze    = "freeze"
+	FaultPGRestart = "pg-restart"
+	FaultPGOutage  = "pg-outage"
 	// FaultPGFailover: the primary killed (immediate) and its synchronous
 	// standby promoted; the workers follow it by their multi-host
 	// connection string.
-	FaultPGFailover = "pg-failover"
+	FaultPGFailover  = "pg-failover"
 	FaultReceiver500 = "receiver-500"
 	// FaultStall: the chaos process got no CPU for a while, and on a
 	// machine that busy neither did the workers or PostgreSQL: every node

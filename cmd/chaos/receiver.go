@@ -8,10 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,11 +43,7 @@ type body struct {
 }
 
 func startReceiver(logger *slog.Logger) (*receiver, error) {
-	port, err := localpg.FreePort()
-	if err != nil {
-		return nil, fmt.Errorf("receiver: %w", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	ln, err := localpg.Listen()
 	if err != nil {
 		return nil, fmt.Errorf("receiver: %w", err)
 	}

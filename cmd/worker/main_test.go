@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,10 +34,9 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := localpg.FreePort()
 	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
+	return "127.0.0.1:" + strconv.Itoa(port)
 }
 
 // syncBuffer is an io.Writer safe for the worker's goroutines.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"maps"
-	"net"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/pgsched/pgsched/internal/localpg"
 )
 
 // TestSettingsOutOfRange: every setting the worker cannot work with as
@@ -112,7 +113,7 @@ func TestSettingsOutOfRange(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			// The database address accepts connections and counts them.
-			db, err := net.Listen("tcp", "127.0.0.1:0")
+			db, err := localpg.Listen()
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = db.Close() })
 			var dialled atomic.Int32
@@ -128,7 +129,7 @@ func TestSettingsOutOfRange(t *testing.T) {
 			}()
 			// The HTTP address is taken: reaching the listen would fail
 			// with another error than the one wanted.
-			held, err := net.Listen("tcp", "127.0.0.1:0")
+			held, err := localpg.Listen()
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = held.Close() })
 			dataDir := t.TempDir()

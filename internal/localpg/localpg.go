@@ -316,6 +316,23 @@ func FreePort() (int, error) {
 	return 0, errors.New("localpg: no free port found between 20000 and 32767")
 }
 
+// Listen listens on a TCP port of 127.0.0.1 below 32768 (see FreePort),
+// for tests and tools that need a listener of their own.
+func Listen() (net.Listener, error) {
+	var err error
+	for range 20 {
+		var port int
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			return ln, nil
+		}
+	}
+	return nil, fmt.Errorf("localpg: listen: %w", err)
+}
+
 func portFree(port int) bool {
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
