@@ -56,8 +56,16 @@
 //   - 2xx: success, Deliver returns nil.
 //   - 5xx and 429 Too Many Requests: retryable failure, a [*StatusError]
 //     with Permanent false.
-//   - 3xx and every other 4xx: permanent failure, a [*StatusError] with
-//     Permanent true. Redirects are never followed.
+//   - 3xx: retryable failure, a [*StatusError] with Permanent false whose
+//     Location is the redirect target's scheme and host only (never its
+//     path, query or user info, nor the response body, which tends to
+//     repeat them). Redirects are never followed: following one would POST
+//     the signed task to wherever a receiver points, and a 301/302 turns
+//     the POST into a GET. A redirect is a receiver or route
+//     misconfiguration, so the task retries with backoff until the route
+//     names the final URL (or the receiver stops redirecting).
+//   - Every other 4xx: permanent failure, a [*StatusError] with
+//     Permanent true.
 //   - Network errors, timeouts and cancellation: retryable failure (the
 //     underlying error is wrapped, so errors.Is(err,
 //     context.DeadlineExceeded) works for timeouts).

@@ -159,7 +159,7 @@ func defaultTransport() *http.Transport {
 
 // Deliver POSTs t to the URL routed for t.Kind and classifies the outcome:
 // nil on 2xx; a *StatusError for any other HTTP answer (Permanent unless
-// 5xx or 429); ErrNoRoute or ErrInvalidTask (wrapped) when nothing was
+// 3xx, 5xx or 429); ErrNoRoute or ErrInvalidTask (wrapped) when nothing was
 // sent; otherwise a wrapped network, timeout or cancellation error, which is
 // retryable. Use IsPermanent to decide between retry and failure.
 func (e *Executor) Deliver(ctx context.Context, t Task) error {
@@ -210,6 +210,12 @@ func (e *Executor) Deliver(ctx context.Context, t Task) error {
 	if code >= 200 && code <= 299 {
 		return nil
 	}
+	if isRedirect(code) {
+		// A redirect's body usually repeats the Location, path and query
+		// included, so only the redacted target is kept.
+		return &StatusError{Kind: t.Kind, URL: Redact(target), StatusCode: code, Permanent: !retryableStatus(code),
+			Location: redirectTarget(req.URL, resp.Header.Get("Location"))}
+	}
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	return &StatusError{
 		Kind:       t.Kind,
@@ -220,8 +226,27 @@ func (e *Executor) Deliver(ctx context.Context, t Task) error {
 	}
 }
 
+// retryableStatus: a 3xx is the receiver's misconfiguration (a moved
+// endpoint, an http-to-https redirect), which someone fixing the route
+// or the receiver cures, so the task waits with backoff instead of dying
+// on its first attempt.
 func retryableStatus(code int) bool {
-	return code >= 500 || code == http.StatusTooManyRequests
+	return isRedirect(code) || code >= 500 || code == http.StatusTooManyRequests
+}
+
+func isRedirect(code int) bool { return code >= 300 && code <= 399 }
+
+// redirectTarget resolves a Location header against the request's URL and
+// redacts it like the route's URL; "" when there is none.
+func redirectTarget(base *url.URL, location string) string {
+	if location == "" {
+		return ""
+	}
+	u, err := base.Parse(location)
+	if err != nil {
+		return "(unparsable Location)"
+	}
+	return Redact(u.String())
 }
 
 func encodeTask(t Task) ([]byte, error) {
@@ -294,9 +319,12 @@ type StatusError struct {
 	URL        string // target URL's scheme and host only (see Redact)
 	StatusCode int
 	// Body holds at most the first 4 KiB of the response body (invalid
-	// UTF-8 replaced by '?').
+	// UTF-8 replaced by '?'); empty for a 3xx.
 	Body string
-	// Permanent is false for 5xx and 429, true for 3xx and other 4xx.
+	// Location is, for a 3xx, the redirect target's scheme and host only
+	// (see redact), resolved against URL; empty when the answer had none.
+	Location string
+	// Permanent is false for 3xx, 5xx and 429, true for other 4xx.
 	Permanent bool
 }
 
@@ -307,6 +335,13 @@ func (e *StatusError) Error() string {
 	}
 	msg := fmt.Sprintf("webhook: kind %q: POST %s: status %d %s (%s)",
 		e.Kind, e.URL, e.StatusCode, http.StatusText(e.StatusCode), class)
+	if isRedirect(e.StatusCode) {
+		to := ""
+		if e.Location != "" {
+			to = " to " + e.Location
+		}
+		msg += ": redirect" + to + " not followed; route the kind to the final URL"
+	}
 	if b := strings.TrimSpace(e.Body); b != "" {
 		msg += ": " + b
 	}

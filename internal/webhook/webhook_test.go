@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -236,10 +237,10 @@ func TestDeliverStatusClassification(t *testing.T) {
 		{http.StatusNotFound, false, true},
 		{http.StatusConflict, false, true},
 		{http.StatusUnprocessableEntity, false, true},
-		{http.StatusMovedPermanently, false, true},
-		{http.StatusFound, false, true},
-		{http.StatusNotModified, false, true},
-		{http.StatusPermanentRedirect, false, true},
+		{http.StatusMovedPermanently, false, false},
+		{http.StatusFound, false, false},
+		{http.StatusNotModified, false, false},
+		{http.StatusPermanentRedirect, false, false},
 	}
 	for _, tc := range tests {
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
@@ -268,7 +269,10 @@ func TestDeliverStatusClassification(t *testing.T) {
 			require.Equal(t, "k", se.Kind)
 			require.Equal(t, srv.URL, se.URL, "scheme and host only: a path or query may hold a credential")
 			require.NotErrorIs(t, err, ErrNoRoute)
-			if tc.status != http.StatusNotModified { // 304 has no body
+			if tc.status >= 300 && tc.status < 400 {
+				require.Empty(t, se.Body, "a redirect's body may repeat the Location's path and query")
+				require.Equal(t, srv.URL, se.Location)
+			} else {
 				require.Equal(t, "  reason from server\n", se.Body)
 				require.ErrorContains(t, err, ": reason from server")
 			}
@@ -296,8 +300,81 @@ func TestDeliverDoesNotFollowRedirects(t *testing.T) {
 	var se *StatusError
 	require.ErrorAs(t, err, &se)
 	require.Equal(t, http.StatusMovedPermanently, se.StatusCode)
-	require.True(t, IsPermanent(err))
+	require.False(t, IsPermanent(err), "a redirect is retried")
 	require.Zero(t, targetHits.Load(), "redirect must not be followed")
+}
+
+// TestDeliverRedirectRetriesUntilFixed: a receiver that redirects (it moved,
+// or insists on https) is misconfigured, not refusing the task, so each of
+// 301, 302, 307 and 308 is a retryable error that names the status and
+// where the redirect points, scheme and host only; once the receiver
+// answers 200 the same task is delivered.
+func TestDeliverRedirectRetriesUntilFixed(t *testing.T) {
+	t.Parallel()
+	const location = "https://user:pw-SECRET@moved.example:8443/hooks/PATH-SECRET?token=QUERY-SECRET#FRAG-SECRET"
+	for _, code := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			t.Parallel()
+			var fixed atomic.Bool
+			srv, reqs := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+				if fixed.Load() {
+					return
+				}
+				w.Header().Set("Location", location)
+				w.WriteHeader(code)
+				_, _ = fmt.Fprintf(w, "<a href=%q>moved</a>\n", location)
+			})
+			e := newExecutor(t, "k="+srv.URL+"/hook")
+
+			err := e.Deliver(context.Background(), testTask("k"))
+			var se *StatusError
+			require.ErrorAs(t, err, &se)
+			require.False(t, IsPermanent(err), "a redirect must not kill the task")
+			require.Equal(t, "https://moved.example:8443", se.Location)
+			require.Equal(t, fmt.Sprintf(
+				`webhook: kind "k": POST %s: status %d %s (retryable): redirect to https://moved.example:8443 not followed; route the kind to the final URL`,
+				srv.URL, code, http.StatusText(code)), err.Error())
+			for _, secret := range []string{"pw-SECRET", "PATH-SECRET", "QUERY-SECRET", "FRAG-SECRET", "user"} {
+				require.NotContains(t, err.Error(), secret)
+			}
+			require.Equal(t, "/hook", recv(t, reqs).path)
+
+			fixed.Store(true)
+			require.NoError(t, e.Deliver(context.Background(), testTask("k")))
+			require.Equal(t, "/hook", recv(t, reqs).path)
+		})
+	}
+}
+
+// TestDeliverRedirectRelativeLocation: a relative Location is resolved
+// against the route's URL, and only its scheme and host are kept.
+func TestDeliverRedirectRelativeLocation(t *testing.T) {
+	t.Parallel()
+	for loc, want := range map[string]string{
+		"/moved?token=QUERY-SECRET":            "",
+		"//other.example/x?token=QUERY-SECRET": "http://other.example",
+		"":                                     "",
+	} {
+		srv, _ := newServer(t, func(w http.ResponseWriter, r *http.Request) {
+			if loc != "" {
+				w.Header().Set("Location", loc)
+			}
+			w.WriteHeader(http.StatusTemporaryRedirect)
+		})
+		if want == "" && loc != "" {
+			want = srv.URL
+		}
+		e := newExecutor(t, "k="+srv.URL+"/hook?key=ROUTE-SECRET")
+		err := e.Deliver(context.Background(), testTask("k"))
+		var se *StatusError
+		require.ErrorAs(t, err, &se, loc)
+		require.Equal(t, want, se.Location, loc)
+		require.False(t, se.Permanent, loc)
+		require.NotContains(t, err.Error(), "SECRET", loc)
+		if want == "" {
+			require.ErrorContains(t, err, ": redirect not followed;", loc)
+		}
+	}
 }
 
 func TestDeliverCustomClient(t *testing.T) {
