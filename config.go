@@ -144,8 +144,8 @@ type RetryPolicy struct {
 	MinBackoff time.Duration
 	// MaxBackoff caps the delay. Defaults to 5m.
 	MaxBackoff time.Duration
-	// Jitter spreads each delay by up to this fraction. Defaults to 0.2;
-	// negative means none.
+	// Jitter spreads each delay by up to this fraction, at most 1.
+	// Defaults to 0.2; negative means none.
 	Jitter float64
 }
 

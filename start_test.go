@@ -3,6 +3,7 @@ package pgsched_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -132,6 +133,14 @@ func TestNewWorkerConfigErrors(t *testing.T) {
 		}},
 		{"ClaimAhead", "ClaimAhead must be at most 1s", func(c *pgsched.WorkerConfig) { c.ClaimAhead = 2 * time.Second }},
 		{"Retry", "Retry.MaxAttempts must not be negative", func(c *pgsched.WorkerConfig) { c.Retry.MaxAttempts = -1 }},
+		// NaN, an infinite or a >1 Jitter spreads delays to nothing: a
+		// failing task would retry at once, over and over.
+		{"Retry", "Retry.Jitter must be a fraction of at most 1 (negative: none), got NaN", func(c *pgsched.WorkerConfig) { c.Retry.Jitter = math.NaN() }},
+		{"Retry", "Retry.Jitter must be a fraction of at most 1 (negative: none), got +Inf", func(c *pgsched.WorkerConfig) { c.Retry.Jitter = math.Inf(1) }},
+		{"Retry", "Retry.Jitter must be a fraction of at most 1 (negative: none), got 1.5", func(c *pgsched.WorkerConfig) { c.Retry.Jitter = 1.5 }},
+		{`KindRetry["k"]`, `KindRetry["k"].Jitter must be a fraction of at most 1 (negative: none), got NaN`, func(c *pgsched.WorkerConfig) {
+			c.KindRetry = map[string]pgsched.RetryPolicy{"k": {Jitter: math.NaN()}}
+		}},
 		{`Handlers["x"]`, `Handlers["x"] is nil`, func(c *pgsched.WorkerConfig) {
 			c.Handlers = map[string]pgsched.Handler{"x": nil}
 		}},

@@ -3,6 +3,7 @@ package pgsched
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"reflect"
 	"runtime"
@@ -155,6 +156,11 @@ func checkRetry(field string, p RetryPolicy) error {
 		return configErr(field, "%s.MinBackoff must not be negative, got %s", field, p.MinBackoff)
 	case p.MaxBackoff < 0:
 		return configErr(field, "%s.MaxBackoff must not be negative, got %s", field, p.MaxBackoff)
+	case math.IsNaN(p.Jitter) || p.Jitter > 1:
+		// Past 1 a delay can spread below zero, and NaN or an infinite
+		// spread converts to no delay at all: failing tasks would retry
+		// at once, without end.
+		return configErr(field, "%s.Jitter must be a fraction of at most 1 (negative: none), got %v", field, p.Jitter)
 	}
 	return nil
 }
