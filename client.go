@@ -250,6 +250,12 @@ var (
 
 const outOfRange = "is outside the supported range 0001-01-01 00:00:00 to 9999-12-31 23:59:59.999999 UTC"
 
+// zeroTime is why the zero time.Time is refused. It is also the one
+// instant of the supported range the SQL API refuses (pgsched.time_error),
+// in these words, so a Go program that passes an unset time through its
+// own SQL learns the same.
+const zeroTime = "is required: 0001-01-01 00:00:00 UTC is Go's zero time, taken as unset"
+
 // MaxPayloadDepth is how deeply a payload's arrays and objects may nest
 // ({} is 1 level, [{}] 2). A webhook body nests the payload one level
 // deeper, and serde_json, like several other decoders, refuses 128 levels
@@ -300,7 +306,7 @@ func validateKey(k Key, idx int) error {
 
 func validateTime(idx int, field string, at time.Time) error {
 	if at.IsZero() {
-		return fieldError(idx, field, "is required")
+		return fieldError(idx, field, zeroTime)
 	}
 	if at.Before(minScheduledAt) || !at.Before(endScheduledAt) {
 		return fieldError(idx, field, outOfRange)
@@ -309,15 +315,23 @@ func validateTime(idx int, field string, at time.Time) error {
 }
 
 func validateText(idx int, field, v string) error {
+	if reason := textProblem(v); reason != "" {
+		return fieldError(idx, field, reason)
+	}
+	return nil
+}
+
+// textProblem says why PostgreSQL refuses v as text at input, or "".
+func textProblem(v string) string {
 	if !utf8.ValidString(v) {
-		return fieldError(idx, field, "is not valid UTF-8")
+		return "is not valid UTF-8"
 	}
 	for i := 0; i < len(v); i++ {
 		if v[i] == 0 {
-			return fieldError(idx, field, "contains a NUL byte")
+			return "contains a NUL byte"
 		}
 	}
-	return nil
+	return ""
 }
 
 // payloadProblem says why p cannot be stored as a jsonb payload, or "".
@@ -357,7 +371,7 @@ func payloadProblem(p []byte) string {
 		}
 	}
 	if !json.Valid(p) {
-		return "is not valid JSON"
+		return "is not valid JSON" + syntaxDetail(p)
 	}
 	return ""
 }

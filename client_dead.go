@@ -37,6 +37,9 @@ func (c *Client) RetryDead(ctx context.Context, id int64) (int, error) {
 // RetryDeadWhere puts every dead task f selects back in line in one
 // statement (pgsched.retry_dead_where) and returns how many.
 func (c *Client) RetryDeadWhere(ctx context.Context, f DeadFilter) (int, error) {
+	if err := f.check(); err != nil {
+		return 0, err
+	}
 	n, err := c.store.RetryDeadWhere(ctx, c.pool, store.DeadFilter(f))
 	if err != nil {
 		return 0, fmt.Errorf("pgsched: retry dead tasks: %w", err)
@@ -57,6 +60,9 @@ func (c *Client) DeleteDead(ctx context.Context, id int64) (int, error) {
 // DeleteDeadWhere deletes every dead task f selects in one statement
 // (pgsched.delete_dead_where) and returns how many.
 func (c *Client) DeleteDeadWhere(ctx context.Context, f DeadFilter) (int, error) {
+	if err := f.check(); err != nil {
+		return 0, err
+	}
 	n, err := c.store.DeleteDeadWhere(ctx, c.pool, store.DeadFilter(f))
 	if err != nil {
 		return 0, fmt.Errorf("pgsched: delete dead tasks: %w", err)

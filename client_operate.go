@@ -21,6 +21,9 @@ type PausedKind struct {
 // pause is a row, so it holds across restarts until ResumeKind. It
 // reports whether the kind was not paused before.
 func (c *Client) PauseKind(ctx context.Context, kind string) (bool, error) {
+	if err := validateText(-1, "kind", kind); err != nil {
+		return false, err
+	}
 	ok, err := c.store.PauseKind(ctx, c.pool, kind)
 	if err != nil {
 		return false, fmt.Errorf("pgsched: pause kind %q: %w", kind, err)
@@ -31,6 +34,9 @@ func (c *Client) PauseKind(ctx context.Context, kind string) (bool, error) {
 // ResumeKind lets the cluster start tasks of kind again
 // (pgsched.resume_kind) and reports whether it was paused.
 func (c *Client) ResumeKind(ctx context.Context, kind string) (bool, error) {
+	if err := validateText(-1, "kind", kind); err != nil {
+		return false, err
+	}
 	ok, err := c.store.ResumeKind(ctx, c.pool, kind)
 	if err != nil {
 		return false, fmt.Errorf("pgsched: resume kind %q: %w", kind, err)
@@ -63,6 +69,9 @@ var ErrTaskCancelled = dispatch.ErrCancelled
 // request is new; ErrNotFound when the key is not running (Cancel removes
 // a pending task).
 func (c *Client) CancelRunning(ctx context.Context, key Key) (bool, error) {
+	if err := validateKey(key, -1); err != nil {
+		return false, err
+	}
 	ok, err := c.store.CancelRunning(ctx, c.pool, key.OrderingID, key.ScheduledAt, key.UniquenessKey)
 	if err != nil {
 		return false, fmt.Errorf("pgsched: cancel running task %s: %w", key.OrderingID, err)

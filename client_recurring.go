@@ -69,6 +69,9 @@ func (r Recurring) Check() error {
 	case len(r.Name) > 255:
 		return bad("name is %d bytes, over the limit of 255", len(r.Name))
 	}
+	if reason := r.inputProblem(); reason != "" {
+		return bad("%s", reason)
+	}
 	if _, err := cronspec.Parse(r.Spec); err != nil {
 		return bad("spec: %s", strings.TrimPrefix(err.Error(), "cronspec: "))
 	}

@@ -60,7 +60,12 @@ func NewTask(orderingID string, scheduledAt time.Time, args Args) (Task, error) 
 	}
 	payload, err := json.Marshal(args)
 	if err != nil {
-		return Task{}, fmt.Errorf("%w: payload: encoding %T: %v", ErrInvalidTask, args, err)
+		var uv *json.UnsupportedValueError
+		if errors.As(err, &uv) && (uv.Str == "NaN" || uv.Str == "+Inf" || uv.Str == "-Inf") {
+			// A float field: JSON has no NaN or infinities, nor has jsonb.
+			return Task{}, fieldError(-1, "payload", fmt.Sprintf("cannot hold %s: encoding %T: JSON has no NaN or infinite numbers", uv.Str, args))
+		}
+		return Task{}, fieldError(-1, "payload", fmt.Sprintf("cannot be encoded as JSON: encoding %T: %v", args, err))
 	}
 	return Task{OrderingID: orderingID, ScheduledAt: scheduledAt, Kind: args.Kind(), Payload: payload}, nil
 }

@@ -1,5 +1,5 @@
 -- cancel removes a pending task. PGS03 if it is running, PGS04 if there is no
--- such pending task.
+-- such pending task, PGS01 naming the field if no task can have that key.
 CREATE OR REPLACE FUNCTION pgsched.cancel(ordering_id text, scheduled_at timestamptz, uniqueness_key text DEFAULT '')
 RETURNS void
 LANGUAGE plpgsql
@@ -10,6 +10,7 @@ DECLARE
     p integer := pgsched.partition_of(ordering_id, (SELECT partition_count FROM pgsched.settings));
     uk text := coalesce(uniqueness_key, '');
     hd record;
+    bad text;
 BEGIN
     SELECT * INTO hd FROM pgsched.lock_head(p, ordering_id);
     IF FOUND AND hd.scheduled_at = cancel.scheduled_at AND hd.uniqueness_key = uk THEN
@@ -27,6 +28,10 @@ BEGIN
           AND b.scheduled_at = cancel.scheduled_at AND b.uniqueness_key = uk;
     END IF;
     IF NOT FOUND THEN
+        bad := pgsched.key_error(ordering_id, scheduled_at, uk);
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION USING MESSAGE = 'pgsched: ' || bad, ERRCODE = 'PGS01';
+        END IF;
         RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uk
             USING ERRCODE = 'PGS04';
     END IF;

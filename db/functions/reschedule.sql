@@ -1,7 +1,8 @@
 -- reschedule moves a pending task to a new time in one step; a claimer sees
--- it either at its old time or at its new one. PGS02 if the new time is in
--- the past, PGS03 running, PGS04 not found, PGS05 if the new key exists or
--- was completed.
+-- it either at its old time or at its new one. PGS01 naming the field if
+-- the new time, or a key no task can have, is invalid, PGS02 if the new
+-- time is in the past, PGS03 running, PGS04 not found, PGS05 if the new
+-- key exists or was completed.
 CREATE OR REPLACE FUNCTION pgsched.reschedule(ordering_id text, scheduled_at timestamptz, uniqueness_key text, new_scheduled_at timestamptz)
 RETURNS void
 LANGUAGE plpgsql
@@ -13,14 +14,11 @@ DECLARE
     p integer;
     uk text := coalesce(uniqueness_key, '');
     hd record;
+    bad text;
 BEGIN
     SELECT * INTO STRICT s FROM pgsched.settings;
-    IF new_scheduled_at IS NULL OR new_scheduled_at IN ('infinity', '-infinity') THEN
-        RAISE EXCEPTION 'pgsched: new_scheduled_at is required and must be finite' USING ERRCODE = 'PGS01';
-    END IF;
-    IF new_scheduled_at < '0001-01-01 00:00:00+00' OR new_scheduled_at >= '10000-01-01 00:00:00+00' THEN
-        RAISE EXCEPTION 'pgsched: new_scheduled_at is outside the supported range 0001-01-01 00:00:00 to 9999-12-31 23:59:59.999999 UTC'
-            USING ERRCODE = 'PGS01';
+    IF new_scheduled_at IS NULL OR NOT (new_scheduled_at > '0001-01-01 00:00:00+00' AND new_scheduled_at < '10000-01-01 00:00:00+00') THEN
+        RAISE EXCEPTION USING MESSAGE = 'pgsched: ' || pgsched.time_error('new_scheduled_at', new_scheduled_at), ERRCODE = 'PGS01';
     END IF;
     IF new_scheduled_at < now() - s.grace THEN
         RAISE EXCEPTION 'pgsched: new_scheduled_at % is before now minus the grace window of %', new_scheduled_at, s.grace
@@ -29,6 +27,10 @@ BEGIN
     p := pgsched.partition_of(ordering_id, s.partition_count);
     SELECT * INTO hd FROM pgsched.lock_head(p, ordering_id);
     IF NOT FOUND THEN
+        bad := pgsched.key_error(ordering_id, scheduled_at, uk);
+        IF bad IS NOT NULL THEN
+            RAISE EXCEPTION USING MESSAGE = 'pgsched: ' || bad, ERRCODE = 'PGS01';
+        END IF;
         RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uk USING ERRCODE = 'PGS04';
     END IF;
     IF hd.scheduled_at = reschedule.scheduled_at AND hd.uniqueness_key = uk AND hd.running THEN
@@ -52,6 +54,10 @@ BEGIN
         WHERE b.partition_id = p AND b.ordering_id = reschedule.ordering_id
           AND b.scheduled_at = reschedule.scheduled_at AND b.uniqueness_key = uk;
         IF NOT FOUND THEN
+            bad := pgsched.key_error(ordering_id, scheduled_at, uk);
+            IF bad IS NOT NULL THEN
+                RAISE EXCEPTION USING MESSAGE = 'pgsched: ' || bad, ERRCODE = 'PGS01';
+            END IF;
             RAISE EXCEPTION 'pgsched: no pending task (%, %, %)', ordering_id, scheduled_at, uk USING ERRCODE = 'PGS04';
         END IF;
     END IF;

@@ -113,6 +113,11 @@ BEGIN
         IF n > 1 THEN
             where_ := format(' (batch item %s)', bad.i);
         END IF;
+        IF bad.code = 'PGS02' AND scheduled_ats[bad.i::integer] = '0001-01-01 00:00:00+00' THEN
+            -- Go's zero time: the caller never set scheduled_at.
+            RAISE EXCEPTION USING MESSAGE = 'pgsched: ' || pgsched.time_error('scheduled_at', scheduled_ats[bad.i::integer]) || where_,
+                ERRCODE = 'PGS01';
+        END IF;
         RAISE EXCEPTION USING MESSAGE = 'pgsched: ' || bad.msg || where_, ERRCODE = bad.code;
     END IF;
 
