@@ -8,12 +8,14 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/pgsched/pgsched/internal/schemaversion"
 )
 
-// Errors a caller tells apart with errors.Is. Config errors never heal, so
-// retrying is pointless; ErrSchemaNotReady and ErrDatabaseUnavailable come
-// from Start and heal once the database is reachable and migrated, so Start
-// may simply be called again.
+// Errors a caller tells apart with errors.Is. Config errors and
+// ErrSchemaNewer never heal, so retrying is pointless; ErrSchemaNotReady
+// and ErrDatabaseUnavailable come from Start and heal once the database is
+// reachable and migrated, so Start may simply be called again.
 var (
 	// ErrInvalidConfig wraps every error NewWorker returns for a Config it
 	// refuses; the message names the field (see ConfigError).
@@ -38,6 +40,12 @@ var (
 	// primary of another timeline (a promoted standby), waits for every
 	// lease of the old primary to run out before any node registers there.
 	ErrFailoverWait = errors.New("pgsched: waiting out the old primary's leases after a database failover")
+	// ErrSchemaNewer is returned by Start ("schema version N is newer than
+	// this build (M); upgrade the worker") when a newer pgsched migrated the
+	// schema past this build: its tables and functions may no longer be
+	// what this build's SQL expects. It does not heal by retrying; upgrade
+	// the worker. pgschedmigrate's Up refuses such a schema with it too.
+	ErrSchemaNewer = schemaversion.ErrNewer
 )
 
 // errStoppedWhileStarting is what Start returns when Stop ends it.

@@ -16,6 +16,7 @@ import (
 	"github.com/pgsched/pgsched/internal/lease"
 	"github.com/pgsched/pgsched/internal/metrics"
 	"github.com/pgsched/pgsched/internal/recurring"
+	"github.com/pgsched/pgsched/internal/schemaversion"
 	"github.com/pgsched/pgsched/internal/stats"
 	"github.com/pgsched/pgsched/internal/store"
 )
@@ -165,10 +166,18 @@ func (w *Worker) openControl(ctx context.Context) (*pgxpool.Pool, error) {
 	return ctl, nil
 }
 
-// checkSchema reads the settings and prepares completion partitions: the
+// checkSchema reads the schema's version (refusing one a newer build
+// migrated) and the settings, and prepares completion partitions: the
 // first statements to reach the database, so their errors say whether it
 // is reachable and migrated.
 func (w *Worker) checkSchema(ctx context.Context, ctl *pgxpool.Pool) (store.Settings, error) {
+	version, err := w.store.SchemaVersion(ctx, ctl)
+	if err != nil {
+		return store.Settings{}, startError(err)
+	}
+	if err := schemaversion.Check(version, "the worker"); err != nil {
+		return store.Settings{}, fmt.Errorf("pgsched: %w", err)
+	}
 	settings, err := w.store.Settings(ctx, ctl)
 	if err != nil {
 		return settings, startError(err)

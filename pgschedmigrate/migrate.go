@@ -24,10 +24,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/pgsched/pgsched/internal/migrator"
+	"github.com/pgsched/pgsched/internal/schemaversion"
 )
 
 // ErrInvalidConfig wraps every error New returns for a Config it refuses.
 var ErrInvalidConfig = errors.New("pgschedmigrate: invalid config")
+
+// ErrSchemaNewer matches the error of Up, Down, Reset and Status on a
+// schema that a newer pgsched migrated past this build ("schema version N
+// is newer than this build (M); upgrade pgsched"). Nothing is changed:
+// this build's functions and views would replace the newer ones. It is
+// pgsched.ErrSchemaNewer, which the worker's Start returns.
+var ErrSchemaNewer = schemaversion.ErrNewer
 
 // DefaultPartitions is the number of logical partitions when none is
 // chosen.
@@ -70,6 +78,9 @@ type Status struct {
 	Name      string
 	Applied   bool
 	AppliedAt time.Time
+	// Newer: applied by a newer pgsched; this build does not know it (Name
+	// is empty).
+	Newer bool
 }
 
 // New prepares a Migrator for cfg.Schema on the database pool reaches. It
@@ -110,17 +121,20 @@ func (m *Migrator) Reset(ctx context.Context) error { return m.m.Reset(ctx) }
 // included: meant for throwaway schemas in tests (see pgschedtest).
 func (m *Migrator) Drop(ctx context.Context) error { return m.m.Drop(ctx) }
 
-// Status lists every migration and whether it is applied.
+// Status lists every migration and whether it is applied. On a schema a
+// newer pgsched migrated, the list ends with the versions this build does
+// not know (Newer), and the error, returned with the list, matches
+// ErrSchemaNewer.
 func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
 	st, err := m.m.Status(ctx)
-	if err != nil {
+	if st == nil {
 		return nil, err
 	}
 	out := make([]Status, len(st))
 	for i, s := range st {
 		out[i] = Status(s)
 	}
-	return out, nil
+	return out, err
 }
 
 // Up is New, Up and Close in one call.

@@ -99,18 +99,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "reset":
 		return m.Reset(ctx)
 	case "status":
+		// On a schema newer than this build, the list (its newer versions
+		// too) and then the error saying so, which exits 1.
 		st, err := m.Status(ctx)
-		if err != nil {
-			return err
-		}
 		for _, s := range st {
 			state := "pending"
 			if s.Applied {
 				state = "applied " + s.AppliedAt.Format("2006-01-02 15:04:05")
 			}
-			fmt.Fprintf(stdout, "%05d  %-30s  %s\n", s.Version, s.Name, state)
+			name := s.Name
+			if s.Newer {
+				name = "(newer than this build)"
+			}
+			fmt.Fprintf(stdout, "%05d  %-30s  %s\n", s.Version, name, state)
 		}
-		return nil
+		return err
 	default:
 		return fmt.Errorf("unknown command %q: want up, down, reset or status", cmd)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsched/pgsched/internal/pgtest"
+	"github.com/pgsched/pgsched/internal/schemaversion"
+	"github.com/pgsched/pgsched/pgschedmigrate"
 )
 
 // The test binary doubles as the migrate command: with this variable set it
@@ -119,4 +122,38 @@ func TestBadArguments(t *testing.T) {
 		return ""
 	}, &out, &out), "unknown command")
 	require.ErrorContains(t, run(context.Background(), []string{"-schema", "Bad-Name", "-database-url", "postgres://x", "up"}, env, &out, &out), "invalid schema name")
+}
+
+// TestNewerSchema: status lists a version newer than this build and says
+// so, exiting with an error; up refuses and leaves the schema as it is.
+func TestNewerSchema(t *testing.T) {
+	t.Parallel()
+	url := pgtest.ServerURL(t)
+	schema := pgtest.UniqueName(t, "mig")
+	t.Cleanup(func() {
+		_, _ = pgtest.AdminPool(t).Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	env := func(k string) string {
+		return map[string]string{"DATABASE_URL": url, "PGSCHED_SCHEMA": schema}[k]
+	}
+	var out bytes.Buffer
+	require.NoError(t, run(ctx, []string{"up"}, env, &out, &out))
+	newer := schemaversion.Latest() + 1
+	_, err := pgtest.AdminPool(t).Exec(ctx, fmt.Sprintf("INSERT INTO %s.goose_db_version (version_id, is_applied) VALUES (%d, true)", schema, newer))
+	require.NoError(t, err)
+	want := fmt.Sprintf("schema version %d is newer than this build (%d); upgrade pgsched", newer, schemaversion.Latest())
+
+	out.Reset()
+	err = run(ctx, []string{"status"}, env, &out, &out)
+	require.ErrorIs(t, err, pgschedmigrate.ErrSchemaNewer)
+	require.EqualError(t, err, want)
+	require.Regexp(t, fmt.Sprintf(`(?m)^%05d  \(newer than this build\)\s+applied `, newer), out.String())
+	require.NotContains(t, out.String(), "pending")
+
+	out.Reset()
+	err = run(ctx, []string{"up"}, env, &out, &out)
+	require.EqualError(t, err, want)
+	require.NotContains(t, out.String(), "functions and views applied")
 }

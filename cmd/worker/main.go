@@ -557,7 +557,7 @@ func bringUp(ctx context.Context, o options, pool *pgxpool.Pool, w *pgsched.Work
 			// From the pool's parsed configuration, not DATABASE_URL again:
 			// its pool_* settings are the pool's, and PostgreSQL refuses
 			// them as session parameters.
-			m, err := migrator.OpenConfig(ctx, pool.Config().ConnConfig.Copy(), migrator.Options{Schema: o.schema, Logger: logger})
+			m, err := migrator.OpenConfig(ctx, pool.Config().ConnConfig.Copy(), migrator.Options{Schema: o.schema, Logger: logger, Upgrade: "the worker"})
 			if err != nil {
 				return err
 			}
@@ -600,7 +600,7 @@ func retry(ctx context.Context, what string, state *readiness, logger *slog.Logg
 // a missing grant) may heal.
 func permanent(err error) bool {
 	return errors.Is(err, pgsched.ErrInvalidConfig) || errors.Is(err, sqlschema.ErrInvalidName) ||
-		errors.Is(err, pgsched.ErrAlreadyStarted)
+		errors.Is(err, pgsched.ErrAlreadyStarted) || errors.Is(err, pgsched.ErrSchemaNewer)
 }
 
 // readiness is what /readyz reports: ready once the worker has started and

@@ -98,6 +98,13 @@ type PgschedDeadTask struct {
 	DiedAt        time.Time
 }
 
+type PgschedGooseDbVersion struct {
+	ID        int32
+	VersionID int64
+	IsApplied bool
+	Tstamp    pgtype.Timestamp
+}
+
 type PgschedHead struct {
 	PartitionID   int32
 	OrderingID    string

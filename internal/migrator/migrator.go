@@ -35,6 +35,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/pgsched/pgsched/db"
+	"github.com/pgsched/pgsched/internal/schemaversion"
 	"github.com/pgsched/pgsched/internal/sqlschema"
 )
 
@@ -66,6 +67,9 @@ type Options struct {
 	Roles bool
 	// Logger receives one line per applied migration. Defaults to discarding.
 	Logger *slog.Logger
+	// Upgrade names what to upgrade when the schema is newer than this
+	// build (see schemaversion). Defaults to "pgsched".
+	Upgrade string
 }
 
 // Check reports what is wrong with o, without changing it.
@@ -99,6 +103,9 @@ func (o *Options) fill() error {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Upgrade == "" {
+		o.Upgrade = "pgsched"
 	}
 	return nil
 }
@@ -171,6 +178,13 @@ func (m *Migrator) Up(ctx context.Context) error {
 	if err := createSchema(ctx, m.db, m.opts.Schema); err != nil {
 		return err
 	}
+	// goose finds nothing to do on a schema a newer build migrated, and
+	// this build's functions and views would then replace that build's
+	// (and drop those it added): refuse first. applyObjects checks again
+	// under the lock, for a newer build migrating right now.
+	if err := m.checkNotNewer(ctx, m.db); err != nil {
+		return err
+	}
 	res, err := m.provider.Up(ctx)
 	m.log(res...)
 	if err != nil {
@@ -224,6 +238,10 @@ func (m *Migrator) Up(ctx context.Context) error {
 // Down drops the functions and views (the next Up brings them back) and
 // rolls back the newest applied migration.
 func (m *Migrator) Down(ctx context.Context) error {
+	// This build knows neither the newer migrations' Down nor their objects.
+	if err := m.checkNotNewer(ctx, m.db); err != nil {
+		return err
+	}
 	if err := m.dropObjects(ctx); err != nil {
 		return err
 	}
@@ -240,6 +258,9 @@ func (m *Migrator) Down(ctx context.Context) error {
 // Reset drops the functions and views and rolls back every applied
 // migration.
 func (m *Migrator) Reset(ctx context.Context) error {
+	if err := m.checkNotNewer(ctx, m.db); err != nil {
+		return err
+	}
 	if err := m.dropObjects(ctx); err != nil {
 		return err
 	}
@@ -267,9 +288,15 @@ type Status struct {
 	Name      string
 	Applied   bool
 	AppliedAt time.Time
+	// Newer: applied by a newer build; this one does not know it (Name is
+	// empty).
+	Newer bool
 }
 
-// Status lists every known migration and whether it is applied.
+// Status lists every known migration and whether it is applied. On a
+// schema a newer build migrated, the list ends with the versions this
+// build does not know (Newer), and the error is a
+// *schemaversion.NewerError saying so.
 func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
 	st, err := m.provider.Status(ctx)
 	if err != nil {
@@ -283,6 +310,63 @@ func (m *Migrator) Status(ctx context.Context) ([]Status, error) {
 			Applied:   s.State == goose.StateApplied,
 			AppliedAt: s.AppliedAt,
 		})
+	}
+	newer, err := m.newerVersions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, newer...)
+	if len(newer) > 0 {
+		return out, schemaversion.Check(newer[len(newer)-1].Version, m.opts.Upgrade)
+	}
+	return out, nil
+}
+
+// queryer is a *sql.DB or *sql.Tx.
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// versionTable is goose's version table, quoted.
+func (m *Migrator) versionTable() string {
+	return pgx.Identifier{m.opts.Schema, "goose_db_version"}.Sanitize()
+}
+
+// checkNotNewer refuses a schema a newer build migrated (a
+// *schemaversion.NewerError); one without goose's table yet is version 0.
+func (m *Migrator) checkNotNewer(ctx context.Context, q queryer) error {
+	var exists bool
+	if err := q.QueryRowContext(ctx, "SELECT to_regclass($1) IS NOT NULL", m.versionTable()).Scan(&exists); err != nil {
+		return fmt.Errorf("reading the schema version of %s: %w", m.opts.Schema, err)
+	}
+	if !exists {
+		return nil
+	}
+	var version int64
+	if err := q.QueryRowContext(ctx, "SELECT coalesce(max(version_id), 0) FROM "+m.versionTable()).Scan(&version); err != nil {
+		return fmt.Errorf("reading the schema version of %s: %w", m.opts.Schema, err)
+	}
+	return schemaversion.Check(version, m.opts.Upgrade)
+}
+
+// newerVersions lists the applied versions past this build, in order.
+func (m *Migrator) newerVersions(ctx context.Context) ([]Status, error) {
+	rows, err := m.db.QueryContext(ctx, "SELECT version_id, max(tstamp) FROM "+m.versionTable()+
+		" WHERE version_id > $1 GROUP BY version_id ORDER BY version_id", schemaversion.Latest())
+	if err != nil {
+		return nil, fmt.Errorf("reading migration status: %w", err)
+	}
+	defer rows.Close()
+	var out []Status
+	for rows.Next() {
+		s := Status{Applied: true, Newer: true}
+		if err := rows.Scan(&s.Version, &s.AppliedAt); err != nil {
+			return nil, fmt.Errorf("reading migration status: %w", err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reading migration status: %w", err)
 	}
 	return out, nil
 }

@@ -160,6 +160,10 @@ func (m *Migrator) applyObjects(ctx context.Context) (changed bool, err error) {
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", lockID(m.opts.Schema)); err != nil {
 		return false, err
 	}
+	// Under the lock: a newer build may have migrated since Up looked.
+	if err := m.checkNotNewer(ctx, tx); err != nil {
+		return false, err
+	}
 	// As pg_dump does: a function's body may call one created after it.
 	if _, err := tx.ExecContext(ctx, "SET LOCAL check_function_bodies = off"); err != nil {
 		return false, err
