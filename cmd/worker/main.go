@@ -223,7 +223,7 @@ func flags(getenv func(string) string) (o *options, fs *flag.FlagSet, check func
 	dur(&o.pollInterval, "poll-interval", "PGSCHED_POLL_INTERVAL", pgsched.DefaultPollInterval, minPollInterval, maxPollInterval,
 		"fallback check for due work")
 	integer(&o.maxAttempts, "max-attempts", "PGSCHED_MAX_ATTEMPTS", 0, 0, maxMaxAttempts, "runs before a failing task is dead (0: retry forever)")
-	str(&o.dataDir, "data-dir", "PGSCHED_DATA_DIR", filepath.Join(home, ".local", "share", "pgsched", "postgres"), "local PostgreSQL data directory, used without DATABASE_URL")
+	str(&o.dataDir, "data-dir", "PGSCHED_DATA_DIR", defaultDataDir(filepath.Join(home, ".local", "share", "pgsched", "postgres")), "local PostgreSQL data directory, used without DATABASE_URL")
 	str(&o.logFormat, "log-format", "PGSCHED_LOG_FORMAT", "text", "text or json")
 	str(&o.recurringFile, "recurring-file", "PGSCHED_RECURRING_FILE", "", "JSON file of recurring schedules to create or update at start")
 	boolean(&o.console, "console", "PGSCHED_CONSOLE", true, "serve the web console at /ui/ on -http-addr")
