@@ -335,12 +335,11 @@ func (e *StatusError) Error() string {
 	}
 	msg := fmt.Sprintf("webhook: kind %q: POST %s: status %d %s (%s)",
 		e.Kind, e.URL, e.StatusCode, http.StatusText(e.StatusCode), class)
-	if isRedirect(e.StatusCode) {
-		to := ""
-		if e.Location != "" {
-			to = " to " + e.Location
-		}
-		msg += ": redirect" + to + " not followed; route the kind to the final URL"
+	switch {
+	case isRedirect(e.StatusCode) && e.Location != "":
+		msg += ": redirect to " + e.Location + " not followed; route the kind to the final URL"
+	case isRedirect(e.StatusCode):
+		msg += ": redirects are not followed; route the kind to the final URL"
 	}
 	if b := strings.TrimSpace(e.Body); b != "" {
 		msg += ": " + b

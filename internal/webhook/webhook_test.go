@@ -372,7 +372,7 @@ func TestDeliverRedirectRelativeLocation(t *testing.T) {
 		require.False(t, se.Permanent, loc)
 		require.NotContains(t, err.Error(), "SECRET", loc)
 		if want == "" {
-			require.ErrorContains(t, err, ": redirect not followed;", loc)
+			require.ErrorContains(t, err, "(retryable): redirects are not followed; route the kind to the final URL", loc)
 		}
 	}
 }
