@@ -18,8 +18,9 @@ run:             ## one worker; starts a local PostgreSQL when DATABASE_URL is u
 bench:           ## pgsched beside River (and, with BENCH_ANCHORS=1, graphile-worker and pgbench); see ./scripts/bench.sh --help
 	./scripts/bench.sh
 
-generate:
+generate:        ## sqlc's Go, and the time zone names every worker can load (internal/cronspec/mkzones.go)
 	sqlc generate
+	go generate ./internal/cronspec
 
 check-generated:
 	sqlc diff

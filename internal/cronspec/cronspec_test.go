@@ -1,7 +1,11 @@
 package cronspec_test
 
 import (
+	"archive/zip"
 	"errors"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -381,6 +385,16 @@ func TestLoadZone(t *testing.T) {
 		{"/usr/share/zoneinfo/UTC", `cronspec: unknown time zone "/usr/share/zoneinfo/UTC": want an IANA name like "Europe/Berlin"`},
 		{" Europe/Berlin", `cronspec: unknown time zone " Europe/Berlin": want an IANA name like "Europe/Berlin"`},
 		{"+01:00", `cronspec: unknown time zone "+01:00": want an IANA name like "Europe/Berlin"`},
+		// Files of the system's zoneinfo that Go's embedded copy has not: a
+		// worker without that directory (the container image) could not load
+		// them.
+		{"posix/Europe/Berlin", `cronspec: unknown time zone "posix/Europe/Berlin": want an IANA name like "Europe/Berlin"`},
+		{"right/UTC", `cronspec: unknown time zone "right/UTC": want an IANA name like "Europe/Berlin"`},
+		{"localtime", `cronspec: unknown time zone "localtime": want an IANA name like "Europe/Berlin"`},
+		{"posixrules", `cronspec: unknown time zone "posixrules": want an IANA name like "Europe/Berlin"`},
+		{"europe/berlin", `cronspec: unknown time zone "europe/berlin": want an IANA name like "Europe/Berlin"`},
+		{"Europe/Berlin\x00", "cronspec: unknown time zone \"Europe/Berlin\\x00\": want an IANA name like \"Europe/Berlin\""},
+		{"Europe/Berlin\n", `cronspec: unknown time zone "Europe/Berlin\n": want an IANA name like "Europe/Berlin"`},
 	} {
 		loc, err := cronspec.LoadZone(tc.name)
 		if err == nil {
@@ -395,6 +409,44 @@ func TestLoadZone(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), "time zone") {
 			t.Errorf("LoadZone(%q) error %v does not say it is about the time zone", tc.name, err)
+		}
+	}
+}
+
+// TestZonesMatchToolchain: the names LoadZone accepts are exactly those of
+// the time zone database this Go release embeds (time/tzdata is built from
+// lib/time/zoneinfo.zip), and each loads. After a Go upgrade that changes
+// them: go generate ./internal/cronspec (it rewrites the SQL side too).
+func TestZonesMatchToolchain(t *testing.T) {
+	t.Parallel()
+	goroot, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Fatalf("go env GOROOT: %v", err)
+	}
+	zr, err := zip.OpenReader(filepath.Join(strings.TrimSpace(string(goroot)), "lib", "time", "zoneinfo.zip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	var embedded []string
+	for _, f := range zr.File {
+		if !strings.HasSuffix(f.Name, "/") {
+			embedded = append(embedded, f.Name)
+		}
+	}
+	slices.Sort(embedded)
+	if !slices.Equal(embedded, cronspec.ZoneNames) {
+		t.Fatalf("zones.go lists %d names, this Go release embeds %d others: run go generate ./internal/cronspec",
+			len(cronspec.ZoneNames), len(embedded))
+	}
+	for _, name := range cronspec.ZoneNames {
+		if _, err := cronspec.LoadZone(name); err != nil {
+			t.Errorf("LoadZone(%q): %v", name, err)
+		}
+	}
+	for _, name := range []string{"Etc/GMT+5", "Factory", "Europe/Berlin"} {
+		if _, err := cronspec.LoadZone(name); err != nil {
+			t.Errorf("LoadZone(%q): %v", name, err)
 		}
 	}
 }

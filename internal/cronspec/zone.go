@@ -1,11 +1,13 @@
 package cronspec
 
 import (
-	"strings"
+	"slices"
 	"sync"
 	"time"
 	_ "time/tzdata" // zones work in containers without zoneinfo files
 )
+
+//go:generate go run mkzones.go
 
 // maxCachedZones bounds the zone cache; there are about 600 IANA names.
 const maxCachedZones = 1024
@@ -16,10 +18,15 @@ var zoneCache struct {
 }
 
 // LoadZone returns the time zone with the IANA name name, such as
-// "Europe/Berlin"; "" and "UTC" are UTC. It rejects "Local", whose meaning
-// depends on the machine, and every name time.LoadLocation rejects, with
-// an error that wraps ErrInvalid. Zones come from the system's zoneinfo
-// or, where it is missing, from the copy embedded in the binary.
+// "Europe/Berlin"; "" and "UTC" are UTC. It accepts only the names of the
+// time zone database embedded in the binary (zoneNames, spelled exactly),
+// so a name that loads here loads on every node, containers without
+// zoneinfo files included: not "Local", whose meaning depends on the
+// machine, nor the system's extra files ("posix/Europe/Berlin",
+// "right/UTC", "localtime"), nor file system spellings ("Europe//Berlin",
+// "europe/berlin" on a case-insensitive disk). Errors wrap ErrInvalid.
+// The data comes from the system's zoneinfo or, where it is missing, from
+// the embedded copy.
 func LoadZone(name string) (*time.Location, error) {
 	switch name {
 	case "", "UTC":
@@ -33,7 +40,7 @@ func LoadZone(name string) (*time.Location, error) {
 	if loc != nil {
 		return loc, nil
 	}
-	if !zoneNameOK(name) {
+	if _, found := slices.BinarySearch(zoneNames[:], name); !found {
 		return nil, errorf(`unknown time zone %q: want an IANA name like "Europe/Berlin"`, name)
 	}
 	loc, err := time.LoadLocation(name)
@@ -49,23 +56,4 @@ func LoadZone(name string) (*time.Location, error) {
 		zoneCache.m[name] = loc
 	}
 	return loc, nil
-}
-
-// zoneNameOK accepts the shape of IANA names ("America/Argentina/Salta",
-// "Etc/GMT+5"): file system spellings of the same zone such as
-// "Europe//Berlin" or "Europe/./Berlin" would load but are not names.
-func zoneNameOK(name string) bool {
-	for _, part := range strings.Split(name, "/") {
-		if part == "" || part == "." || part == ".." {
-			return false
-		}
-		for _, r := range part {
-			ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-				r == '_' || r == '-' || r == '+' || r == '.'
-			if !ok {
-				return false
-			}
-		}
-	}
-	return true
 }
