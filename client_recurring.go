@@ -58,7 +58,11 @@ type RecurringInfo struct {
 }
 
 // Check returns what the database would refuse in r, in the same words,
-// without a round trip: an ErrInvalidTask naming the field, or nil.
+// without a round trip: an ErrInvalidTask naming the field, or nil. Like
+// Client.Schedule it leaves the payload's size limit (of the stored jsonb,
+// set at migrate time) to the database, and refuses, naming the field,
+// what PostgreSQL cannot store: invalid UTF-8, NUL bytes, a payload that
+// is not JSON or that jsonb cannot hold.
 func (r Recurring) Check() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: recurring schedule: %s", ErrInvalidTask, fmt.Sprintf(format, args...))
@@ -75,15 +79,21 @@ func (r Recurring) Check() error {
 	if _, err := cronspec.Parse(r.Spec); err != nil {
 		return bad("spec: %s", strings.TrimPrefix(err.Error(), "cronspec: "))
 	}
-	if r.TimeZone != "" && r.TimeZone != "UTC" {
-		if _, err := cronspec.LoadZone(r.TimeZone); err != nil {
-			return bad("time_zone %q is not an IANA time zone name", r.TimeZone)
-		}
+	if strings.ContainsFunc(r.TimeZone, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+		return bad("time_zone contains a control character")
+	}
+	if _, err := cronspec.LoadZone(r.TimeZone); err != nil {
+		return bad(`time_zone "%s" is not an IANA time zone name`, r.TimeZone)
 	}
 	switch r.Missed {
 	case "", MissedSkip, MissedOne, MissedAll:
 	default:
-		return bad("missed must be skip, one or all, got %q", r.Missed)
+		return bad(`missed must be skip, one or all, got "%s"`, r.Missed)
+	}
+	// Every tick is a task of this kind: schedule_many would refuse it in
+	// every tick, in these words.
+	if len(r.Kind) > 255 {
+		return bad("kind is %d bytes, over the limit of 255", len(r.Kind))
 	}
 	return nil
 }

@@ -4,9 +4,11 @@
 -- IANA name, UTC by default; missed: what happens to ticks that fell while
 -- no node ran: 'skip' them, run 'one' catch-up (the default), or 'all'
 -- (at most 100, the latest). Invalid input is refused naming the field
--- (SQLSTATE PGS01), with nothing stored. A change drops the schedule's
--- ticks not yet due, and ticks start again from the next after now under
--- the new definition.
+-- (SQLSTATE PGS01), with nothing stored: all that schedule_many would
+-- refuse in a tick (kind and payload in its words), and zones other than
+-- those every worker can load (see recurring_zone_ok). A change drops the
+-- schedule's ticks not yet due, and ticks start again from the next after
+-- now under the new definition.
 CREATE OR REPLACE FUNCTION pgsched.recurring_upsert(name text, spec text, kind text DEFAULT 'default', payload jsonb DEFAULT '{}',
                                                     time_zone text DEFAULT 'UTC', missed text DEFAULT 'one')
 RETURNS text
@@ -27,6 +29,7 @@ BEGIN
         WHEN name IS NULL OR name = '' THEN 'name is required'
         WHEN octet_length(name) > 255 THEN format('name is %s bytes, over the limit of 255', octet_length(name))
         WHEN bad_spec IS NOT NULL THEN 'spec: ' || bad_spec
+        WHEN tz ~ '[\x01-\x1f\x7f]' THEN 'time_zone contains a control character'
         WHEN NOT pgsched.recurring_zone_ok(tz) THEN format('time_zone "%s" is not an IANA time zone name', tz)
         WHEN mp NOT IN ('skip', 'one', 'all') THEN format('missed must be skip, one or all, got "%s"', mp)
         WHEN k ~ '[\x01-\x1f\x7f]' THEN 'kind contains a control character'
@@ -34,6 +37,10 @@ BEGIN
         WHEN pg_column_size(pl) > (SELECT s.max_payload_bytes FROM pgsched.settings s)
             THEN format('payload is %s bytes as stored (jsonb), over the limit of %s bytes', pg_column_size(pl),
                         (SELECT s.max_payload_bytes FROM pgsched.settings s))
+        -- As schedule_many checks it (a smaller payload cannot nest so deep).
+        WHEN pg_column_size(pl) >= 1016
+             AND jsonb_path_exists(pl, 'strict $.**{126} ? (@.type() == "array" || @.type() == "object")')
+            THEN 'payload is nested more than 126 levels deep'
     END;
     IF msg IS NOT NULL THEN
         RAISE EXCEPTION USING MESSAGE = 'pgsched: recurring schedule: ' || msg, ERRCODE = 'PGS01';
