@@ -55,6 +55,14 @@ type RecurringInfo struct {
 	// "dead" ("" before the first).
 	LastRunAt  time.Time
 	LastResult string
+	// FailingSince is when the leader set the schedule aside because it
+	// cannot create its ticks, Error why (zero and "": it can). Such a
+	// schedule gets no ticks and does not delay the others; it is tried
+	// again now and then, and an upsert or a resume takes it back at once.
+	// Upserts refuse what would fail, so only a row written otherwise
+	// (before they checked as much, or by hand) can.
+	FailingSince time.Time
+	Error        string
 }
 
 // Check returns what the database would refuse in r, in the same words,
@@ -165,6 +173,7 @@ func (c *Client) ListRecurring(ctx context.Context) ([]RecurringInfo, error) {
 		out[i] = RecurringInfo{
 			Recurring: Recurring{Name: r.Name, Spec: r.Spec, TimeZone: r.TimeZone, Kind: r.Kind, Payload: json.RawMessage(r.Payload), Missed: r.Missed},
 			Paused:    r.Paused, NextRunAt: r.NextRunAt, LastRunAt: r.LastRunAt, LastResult: r.LastResult,
+			FailingSince: r.FailingSince, Error: r.Error,
 		}
 	}
 	return out, nil

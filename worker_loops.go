@@ -98,7 +98,7 @@ func (w *Worker) logReadiness() {
 	w.logger.Info("task outcomes are recorded again; ready")
 }
 
-// maintain refreshes the cluster and pending gauges. Rescues, depletion
+// maintain refreshes the cluster, pending and set-aside schedule gauges. Rescues, depletion
 // and completion partitions are the leader's and the stand-ins' work
 // (internal/lease).
 func (w *Worker) maintain(ctx context.Context, pauseWake, cancelWake <-chan struct{}, disp *dispatch.Dispatcher) {
@@ -136,10 +136,14 @@ func (w *Worker) maintain(ctx context.Context, pauseWake, cancelWake <-chan stru
 		}
 		fcancel()
 		// The leader counts per kind (stats.Counter) every few seconds;
-		// reading its sum every tenth round is fresh enough.
+		// reading its sum every tenth round is fresh enough. Schedules
+		// change state rarer still.
 		if ticks++; ticks%10 == 1 {
 			if n, err := w.store.CountedPending(ctx, w.ctl); err == nil {
 				w.metrics.Pending.Set(float64(n))
+			}
+			if n, err := w.store.RecurringSetAsideCount(ctx, w.ctl); err == nil {
+				w.metrics.RecurringSetAside.Set(float64(n))
 			}
 		}
 	}

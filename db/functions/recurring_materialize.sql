@@ -6,7 +6,8 @@
 -- uniqueness_key 'tick ' and the tick's time in UTC, and scheduled_at the
 -- tick, or, for a tick already past (a catch-up), now plus its place in
 -- the batch in microseconds, so catch-ups run at once, in order. Returns
--- the ticks created, or -1 when the compare failed.
+-- the ticks created, or -1 when the compare failed. A schedule the leader
+-- had set aside (failing_since) works again once this succeeds.
 CREATE OR REPLACE FUNCTION pgsched.recurring_materialize(p_name text, p_expected timestamptz, p_next timestamptz,
                                                          p_ticks timestamptz[])
 RETURNS integer
@@ -17,7 +18,8 @@ DECLARE
     n integer := coalesce(cardinality(p_ticks), 0);
 BEGIN
     UPDATE pgsched.recurring_schedules s
-    SET next_tick = p_next, last_tick = coalesce(p_ticks[n], s.last_tick)
+    SET next_tick = p_next, last_tick = coalesce(p_ticks[n], s.last_tick),
+        failing_since = NULL, last_error = NULL, retry_at = NULL
     WHERE s.name = p_name AND NOT s.paused AND s.next_tick IS NOT DISTINCT FROM p_expected
     RETURNING s.* INTO r;
     IF NOT FOUND THEN

@@ -1,6 +1,7 @@
 -- recurring_resume starts a paused schedule again from its next tick after
 -- now (ticks that fell while it was paused are not caught up: that is what
--- pausing is for). Returns true when it was paused; PGS04 when there is no
+-- pausing is for), and takes it back if the leader had set it aside
+-- (failing_since). Returns true when it was paused; PGS04 when there is no
 -- such schedule.
 CREATE OR REPLACE FUNCTION pgsched.recurring_resume(name text)
 RETURNS boolean
@@ -15,7 +16,9 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'pgsched: no recurring schedule %', name USING ERRCODE = 'PGS04';
     END IF;
-    UPDATE pgsched.recurring_schedules r SET paused = false, next_tick = NULL, updated_at = now() WHERE r.name = name;
+    UPDATE pgsched.recurring_schedules r
+    SET paused = false, next_tick = NULL, updated_at = now(), failing_since = NULL, last_error = NULL, retry_at = NULL
+    WHERE r.name = name;
     RETURN was;
 END
 $$;

@@ -8,7 +8,9 @@
 -- refuse in a tick (kind and payload in its words), and zones other than
 -- those every worker can load (see recurring_zone_ok). A change drops the
 -- schedule's ticks not yet due, and ticks start again from the next after
--- now under the new definition.
+-- now under the new definition. Any upsert, a change or not, takes a
+-- schedule the leader set aside back (failing_since; see
+-- internal/recurring): the next round tries it again.
 CREATE OR REPLACE FUNCTION pgsched.recurring_upsert(name text, spec text, kind text DEFAULT 'default', payload jsonb DEFAULT '{}',
                                                     time_zone text DEFAULT 'UTC', missed text DEFAULT 'one')
 RETURNS text
@@ -58,7 +60,12 @@ BEGIN
     IF (old.spec, old.time_zone, old.kind, old.payload, old.missed) IS DISTINCT FROM (btrim(spec), tz, k, pl, mp) THEN
         PERFORM pgsched.recurring_drop_ticks(name);
         UPDATE pgsched.recurring_schedules r
-        SET spec = btrim(spec), time_zone = tz, kind = k, payload = pl, missed = mp, next_tick = NULL, updated_at = now()
+        SET spec = btrim(spec), time_zone = tz, kind = k, payload = pl, missed = mp, next_tick = NULL, updated_at = now(),
+            failing_since = NULL, last_error = NULL, retry_at = NULL
+        WHERE r.name = recurring_upsert.name;
+    ELSIF old.failing_since IS NOT NULL THEN
+        UPDATE pgsched.recurring_schedules r
+        SET failing_since = NULL, last_error = NULL, retry_at = NULL, updated_at = now()
         WHERE r.name = recurring_upsert.name;
     END IF;
     RETURN 'updated';

@@ -224,32 +224,37 @@ type PgschedPending struct {
 }
 
 type PgschedRecurring struct {
-	Name       string
-	Spec       string
-	TimeZone   string
-	Kind       string
-	Missed     string
-	Paused     bool
-	NextRunAt  interface{}
-	LastRunAt  time.Time
-	LastResult string
-	Payload    []byte
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	Name         string
+	Spec         string
+	TimeZone     string
+	Kind         string
+	Missed       string
+	Paused       bool
+	NextRunAt    interface{}
+	LastRunAt    time.Time
+	LastResult   string
+	FailingSince *time.Time
+	Error        pgtype.Text
+	Payload      []byte
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 type PgschedRecurringSchedule struct {
-	Name      string
-	Spec      string
-	TimeZone  string
-	Kind      string
-	Payload   []byte
-	Missed    string
-	Paused    bool
-	NextTick  *time.Time
-	LastTick  *time.Time
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Name         string
+	Spec         string
+	TimeZone     string
+	Kind         string
+	Payload      []byte
+	Missed       string
+	Paused       bool
+	NextTick     *time.Time
+	LastTick     *time.Time
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	FailingSince *time.Time
+	LastError    pgtype.Text
+	RetryAt      *time.Time
 }
 
 type PgschedRunning struct {

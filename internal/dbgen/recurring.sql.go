@@ -22,10 +22,22 @@ func (q *Queries) RecurringDelete(ctx context.Context, db DBTX, name string) (bo
 }
 
 const recurringDue = `-- name: RecurringDue :many
-SELECT r.name, r.spec, r.time_zone, r.missed, r.next_tick, now()::timestamptz AS db_now
-FROM pgsched.recurring_schedules r
-WHERE NOT r.paused AND (r.next_tick IS NULL OR r.next_tick <= now() + make_interval(secs => $1::float8))
-ORDER BY r.next_tick NULLS FIRST
+SELECT d.name, d.spec, d.time_zone, d.missed, d.next_tick, d.updated_at, d.failing_since, now()::timestamptz AS db_now
+FROM (
+    (SELECT r.name, r.spec, r.time_zone, r.missed, r.next_tick, r.updated_at, r.failing_since, r.retry_at
+     FROM pgsched.recurring_schedules r
+     WHERE NOT r.paused AND r.failing_since IS NULL
+       AND (r.next_tick IS NULL OR r.next_tick <= now() + make_interval(secs => $1::float8))
+     ORDER BY r.next_tick NULLS FIRST
+     LIMIT $2::integer)
+    UNION ALL
+    (SELECT r.name, r.spec, r.time_zone, r.missed, r.next_tick, r.updated_at, r.failing_since, r.retry_at
+     FROM pgsched.recurring_schedules r
+     WHERE NOT r.paused AND r.failing_since IS NOT NULL AND r.retry_at <= now()
+     ORDER BY r.retry_at
+     LIMIT $2::integer)
+) d
+ORDER BY d.failing_since IS NOT NULL, d.next_tick NULLS FIRST, d.retry_at
 LIMIT $2::integer
 `
 
@@ -35,16 +47,20 @@ type RecurringDueParams struct {
 }
 
 type RecurringDueRow struct {
-	Name     string
-	Spec     string
-	TimeZone string
-	Missed   string
-	NextTick *time.Time
-	DbNow    time.Time
+	Name         string
+	Spec         string
+	TimeZone     string
+	Missed       string
+	NextTick     *time.Time
+	UpdatedAt    time.Time
+	FailingSince *time.Time
+	DbNow        time.Time
 }
 
 // RecurringDue lists the schedules whose next tick falls before the
-// horizon (or is not computed yet), with the database's clock.
+// horizon (or is not computed yet), with the database's clock: first those
+// that work, by next tick, then those set aside whose retry is due, so a
+// pile of failing schedules never takes the turn of one that works.
 func (q *Queries) RecurringDue(ctx context.Context, db DBTX, arg RecurringDueParams) ([]RecurringDueRow, error) {
 	rows, err := db.Query(ctx, recurringDue, arg.HorizonSeconds, arg.MaxRows)
 	if err != nil {
@@ -60,6 +76,8 @@ func (q *Queries) RecurringDue(ctx context.Context, db DBTX, arg RecurringDuePar
 			&i.TimeZone,
 			&i.Missed,
 			&i.NextTick,
+			&i.UpdatedAt,
+			&i.FailingSince,
 			&i.DbNow,
 		); err != nil {
 			return nil, err
@@ -75,22 +93,24 @@ func (q *Queries) RecurringDue(ctx context.Context, db DBTX, arg RecurringDuePar
 const recurringList = `-- name: RecurringList :many
 SELECT r.name, r.spec, r.time_zone, r.kind, r.missed, r.paused,
        coalesce(r.next_run_at, 'epoch')::timestamptz AS next_run_at, coalesce(r.last_run_at, 'epoch')::timestamptz AS last_run_at,
-       coalesce(r.last_result, '')::text AS last_result, r.payload
+       coalesce(r.last_result, '')::text AS last_result, r.failing_since, coalesce(r.error, '')::text AS error, r.payload
 FROM pgsched.recurring r
 ORDER BY r.name
 `
 
 type RecurringListRow struct {
-	Name       string
-	Spec       string
-	TimeZone   string
-	Kind       string
-	Missed     string
-	Paused     bool
-	NextRunAt  time.Time
-	LastRunAt  time.Time
-	LastResult string
-	Payload    []byte
+	Name         string
+	Spec         string
+	TimeZone     string
+	Kind         string
+	Missed       string
+	Paused       bool
+	NextRunAt    time.Time
+	LastRunAt    time.Time
+	LastResult   string
+	FailingSince *time.Time
+	Error        string
+	Payload      []byte
 }
 
 func (q *Queries) RecurringList(ctx context.Context, db DBTX) ([]RecurringListRow, error) {
@@ -112,6 +132,8 @@ func (q *Queries) RecurringList(ctx context.Context, db DBTX) ([]RecurringListRo
 			&i.NextRunAt,
 			&i.LastRunAt,
 			&i.LastResult,
+			&i.FailingSince,
+			&i.Error,
 			&i.Payload,
 		); err != nil {
 			return nil, err
@@ -192,6 +214,63 @@ func (q *Queries) RecurringResume(ctx context.Context, db DBTX, name string) (bo
 	var changed bool
 	err := row.Scan(&changed)
 	return changed, err
+}
+
+const recurringSetAside = `-- name: RecurringSetAside :many
+SELECT a.schedule::text AS schedule, a.newly::boolean AS newly, a.retry_at::timestamptz AS retry_at
+FROM pgsched.recurring_set_aside($1::text[], $2::timestamptz[], $3::text[],
+                                 $4::float8, $5::float8) a
+`
+
+type RecurringSetAsideParams struct {
+	Names      []string
+	UpdatedAts []time.Time
+	Errors     []string
+	MinSeconds float64
+	MaxSeconds float64
+}
+
+type RecurringSetAsideRow struct {
+	Schedule string
+	Newly    bool
+	RetryAt  time.Time
+}
+
+func (q *Queries) RecurringSetAside(ctx context.Context, db DBTX, arg RecurringSetAsideParams) ([]RecurringSetAsideRow, error) {
+	rows, err := db.Query(ctx, recurringSetAside,
+		arg.Names,
+		arg.UpdatedAts,
+		arg.Errors,
+		arg.MinSeconds,
+		arg.MaxSeconds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []RecurringSetAsideRow{}
+	for rows.Next() {
+		var i RecurringSetAsideRow
+		if err := rows.Scan(&i.Schedule, &i.Newly, &i.RetryAt); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const recurringSetAsideCount = `-- name: RecurringSetAsideCount :one
+SELECT count(*) FROM pgsched.recurring_schedules r WHERE r.failing_since IS NOT NULL
+`
+
+func (q *Queries) RecurringSetAsideCount(ctx context.Context, db DBTX) (int64, error) {
+	row := db.QueryRow(ctx, recurringSetAsideCount)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }
 
 const recurringUpsert = `-- name: RecurringUpsert :one

@@ -44,6 +44,7 @@ type Metrics struct {
 	KindsPaused       prometheus.Gauge
 	RecurringTicks    *prometheus.CounterVec
 	RecurringLateness prometheus.Histogram
+	RecurringSetAside prometheus.Gauge
 	// BuildInfo is 1, labelled with the pgsched version and Go release
 	// the worker runs: what a dashboard shows during a rolling upgrade.
 	BuildInfo *prometheus.GaugeVec
@@ -143,6 +144,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "pgsched_recurring_tick_lateness_seconds", Help: "Start time minus tick time of the recurring ticks this node ran, first attempts.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 60},
 		}),
+		RecurringSetAside: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "pgsched_recurring_set_aside", Help: "Recurring schedules set aside cluster-wide because the leader cannot create their ticks (the recurring view's error column says why), as this node last read them.",
+		}),
 		BuildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "pgsched_build_info", Help: "Always 1: the pgsched version and Go release this worker was built with, as labels.",
 		}, []string{"version", "go_version"}),
@@ -151,7 +155,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		for _, c := range []prometheus.Collector{m.Executed, m.Retried, m.Dead, m.Claimed, m.HandedOver, m.Reconciled, m.Running, m.Pending,
 			m.Lateness, m.Duration, m.Rescued, m.NodesActive, m.NodesInactive, m.LeaseEpoch, m.LeaseLost,
 			m.LeaseRenewed, m.Partitions, m.PartitionsServed, m.LeaderCurrent, m.LeaderClaimed, m.LeaderRefreshed,
-			m.BackupAssignments, m.StandInsActive, m.NodesDepleted, m.KindsPaused, m.RecurringTicks, m.RecurringLateness, m.BuildInfo} {
+			m.BackupAssignments, m.StandInsActive, m.NodesDepleted, m.KindsPaused, m.RecurringTicks, m.RecurringLateness, m.RecurringSetAside, m.BuildInfo} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}

@@ -12,10 +12,26 @@
 // it is reached was missed (no node led then); the schedule's policy says
 // what happens to missed ticks: skip them, run one catch-up (the latest),
 // or run all of them (at most MaxCatchUp, the latest), in order, at once.
+//
+// # Schedules that fail
+//
+// A schedule whose ticks cannot be created (its spec does not parse, its
+// zone does not load here, schedule_many refuses its kind or payload: a
+// row recurring_upsert would refuse now, written before it checked as
+// much or by hand) is set aside, in the database: failing_since, last_error
+// and retry_at, shown by the recurring view. Rounds leave it out until
+// retry_at, after as long as it has been failing (RetryMin to RetryMax),
+// and take the schedules that work first, so however many fail, they never
+// take the turn of one that works. It is logged when it is set aside, once
+// for the cluster, and when it works again: after a retry, an upsert or a
+// resume (both take it back at once). An error that is the database's, not
+// the schedule's (a lost connection, a server shutting down), sets nothing
+// aside: the round stops, and the next tries again.
 package recurring
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -23,6 +39,13 @@ import (
 
 	"github.com/pgsched/pgsched/internal/cronspec"
 	"github.com/pgsched/pgsched/internal/store"
+)
+
+// Defaults of the Materializer's fields.
+const (
+	DefaultBatch    = 1000
+	DefaultRetryMin = time.Minute
+	DefaultRetryMax = time.Hour
 )
 
 // MaxCatchUp caps the missed ticks the "all" policy runs.
@@ -36,7 +59,7 @@ const Tolerance = time.Second
 type Events struct {
 	// Created counts ticks created, of which missed ones run as catch-ups.
 	Created func(ticks, catchUps int)
-	// Missed counts ticks skipped under the schedule's policy.
+	// Skipped counts ticks skipped under the schedule's policy.
 	Skipped func(n int)
 }
 
@@ -47,6 +70,13 @@ type Materializer struct {
 	Horizon time.Duration
 	Logger  *slog.Logger
 	Events  Events
+	// Batch is how many due schedules a round takes at most. Defaults to
+	// DefaultBatch.
+	Batch int
+	// RetryMin and RetryMax bound how long a schedule set aside waits
+	// before it is tried again: as long as it has been failing, within
+	// them. Default to DefaultRetryMin and DefaultRetryMax.
+	RetryMin, RetryMax time.Duration
 
 	mu    sync.Mutex
 	specs map[string]cronspec.Schedule
@@ -55,31 +85,84 @@ type Materializer struct {
 	paused map[string]bool
 }
 
-// Round creates the ticks due within the horizon for up to 1000 schedules.
+// Round creates the ticks due within the horizon for up to Batch
+// schedules, and sets aside those whose ticks cannot be created.
 func (m *Materializer) Round(ctx context.Context) error {
 	if err := m.notePaused(ctx); err != nil {
 		return err
 	}
-	due, err := m.Store.RecurringDueWithin(ctx, m.DB, m.Horizon, 1000)
+	batch := m.Batch
+	if batch <= 0 {
+		batch = DefaultBatch
+	}
+	due, err := m.Store.RecurringDueWithin(ctx, m.DB, m.Horizon, batch)
 	if err != nil {
 		return err
 	}
 	created := 0
+	var failed []store.RecurringFailure
+	var dbErr error
 	for _, d := range due {
 		n, err := m.one(ctx, d)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			m.Logger.Warn("creating the ticks of a recurring schedule failed; will retry", "schedule", d.Name, "error", err)
+			if store.Unavailable(err) {
+				// The database's trouble, not the schedule's: the others
+				// would meet it too.
+				dbErr = fmt.Errorf("recurring schedule %q: %w", d.Name, err)
+				break
+			}
+			failed = append(failed, store.RecurringFailure{Name: d.Name, UpdatedAt: d.UpdatedAt, Error: err.Error()})
+			continue
 		}
-		created += n
+		if d.FailingSince != nil && n >= 0 {
+			m.Logger.Info("recurring schedule works again", "schedule", d.Name, "failing_since", *d.FailingSince)
+		}
+		created += max(n, 0)
+	}
+	if err := m.setAside(ctx, failed); err != nil {
+		return errors.Join(dbErr, err)
 	}
 	if created > 0 {
 		// Ticks are created up to two lease TTLs ahead, beyond the range
 		// schedule_many announces itself: every node's next wake-up must
 		// take them into account now, not at its next poll.
-		return m.Store.NotifyDue(ctx, m.DB)
+		if err := m.Store.NotifyDue(ctx, m.DB); err != nil {
+			return errors.Join(dbErr, err)
+		}
+	}
+	return dbErr
+}
+
+// setAside records the schedules that failed and logs those new to it.
+func (m *Materializer) setAside(ctx context.Context, failed []store.RecurringFailure) error {
+	if len(failed) == 0 {
+		return nil
+	}
+	retryMin, retryMax := m.RetryMin, m.RetryMax
+	if retryMin <= 0 {
+		retryMin = DefaultRetryMin
+	}
+	if retryMax <= 0 {
+		retryMax = DefaultRetryMax
+	}
+	rows, err := m.Store.RecurringSetAside(ctx, m.DB, failed, retryMin, max(retryMin, retryMax))
+	if err != nil {
+		return fmt.Errorf("setting aside %d recurring schedules that fail: %w", len(failed), err)
+	}
+	why := make(map[string]string, len(failed))
+	for _, f := range failed {
+		why[f.Name] = f.Error
+	}
+	for _, r := range rows {
+		if r.Newly {
+			m.Logger.Warn("recurring schedule set aside: its ticks cannot be created; recurring_upsert or recurring_resume takes it back, else it is tried again at retry_at",
+				"schedule", r.Name, "error", why[r.Name], "retry_at", r.RetryAt)
+		} else {
+			m.Logger.Debug("recurring schedule set aside still fails", "schedule", r.Name, "error", why[r.Name], "retry_at", r.RetryAt)
+		}
 	}
 	return nil
 }
@@ -101,6 +184,8 @@ func (m *Materializer) schedule(spec string) (cronspec.Schedule, error) {
 	return s, nil
 }
 
+// one creates a schedule's due ticks and returns how many, or -1 when
+// another node did, or the schedule changed meanwhile.
 func (m *Materializer) one(ctx context.Context, d store.RecurringDue) (int, error) {
 	sched, err := m.schedule(d.Spec)
 	if err != nil {
@@ -108,7 +193,7 @@ func (m *Materializer) one(ctx context.Context, d store.RecurringDue) (int, erro
 	}
 	loc, err := cronspec.LoadZone(d.TimeZone)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("time_zone: %w", err)
 	}
 	now := d.DBNow
 	next := now
@@ -164,7 +249,7 @@ func (m *Materializer) one(ctx context.Context, d store.RecurringDue) (int, erro
 		return 0, err
 	}
 	if created < 0 {
-		return 0, nil // another node did it, or the schedule changed meanwhile
+		return -1, nil // another node did it, or the schedule changed meanwhile
 	}
 	if d.NextTick == nil {
 		m.Logger.Info("recurring schedule (new, changed or resumed) ticks from now", "schedule", d.Name, "spec", d.Spec,

@@ -18,8 +18,28 @@ type RecurringDue struct {
 	Name, Spec, TimeZone, Missed string
 	// NextTick is the first tick not yet created; nil: the next after now.
 	NextTick *time.Time
+	// UpdatedAt is when its owner last changed it (upsert, pause, resume).
+	UpdatedAt time.Time
+	// FailingSince is when the leader set it aside; nil: it works.
+	FailingSince *time.Time
 	// DBNow is the database's clock when it was read.
 	DBNow time.Time
+}
+
+// RecurringFailure is a schedule whose ticks could not be created, as it
+// was read (UpdatedAt), and why.
+type RecurringFailure struct {
+	Name      string
+	UpdatedAt time.Time
+	Error     string
+}
+
+// RecurringSetAsideRow is a schedule RecurringSetAside set aside.
+type RecurringSetAsideRow struct {
+	Name string
+	// Newly: it was not set aside before.
+	Newly   bool
+	RetryAt time.Time
 }
 
 // RecurringInfo is a row of the recurring view.
@@ -29,6 +49,10 @@ type RecurringInfo struct {
 	NextRunAt  time.Time // zero: none
 	LastRunAt  time.Time // zero: never
 	LastResult string    // completed, dead, or "" (never)
+	// FailingSince and Error: since when and why the leader cannot create
+	// its ticks (zero and "": it can).
+	FailingSince time.Time
+	Error        string
 }
 
 // RecurringUpsert creates or changes a schedule (pgsched.recurring_upsert)
@@ -58,7 +82,8 @@ func (s *Store) RecurringDelete(ctx context.Context, db DBTX, name string) (bool
 }
 
 // RecurringDueWithin lists up to max schedules whose next tick falls within
-// horizon of the database's now.
+// horizon of the database's now: those that work first, then those set
+// aside whose retry is due.
 func (s *Store) RecurringDueWithin(ctx context.Context, db DBTX, horizon time.Duration, max int) ([]RecurringDue, error) {
 	rows, err := s.q.RecurringDue(ctx, s.db(db), dbgen.RecurringDueParams{HorizonSeconds: horizon.Seconds(), MaxRows: int32(max)})
 	if err != nil {
@@ -66,7 +91,8 @@ func (s *Store) RecurringDueWithin(ctx context.Context, db DBTX, horizon time.Du
 	}
 	out := make([]RecurringDue, len(rows))
 	for i, r := range rows {
-		out[i] = RecurringDue{Name: r.Name, Spec: r.Spec, TimeZone: r.TimeZone, Missed: r.Missed, NextTick: r.NextTick, DBNow: r.DbNow}
+		out[i] = RecurringDue{Name: r.Name, Spec: r.Spec, TimeZone: r.TimeZone, Missed: r.Missed, NextTick: r.NextTick,
+			UpdatedAt: r.UpdatedAt, FailingSince: r.FailingSince, DBNow: r.DbNow}
 	}
 	return out, nil
 }
@@ -76,6 +102,34 @@ func (s *Store) RecurringDueWithin(ctx context.Context, db DBTX, horizon time.Du
 // no longer expected.
 func (s *Store) RecurringMaterialize(ctx context.Context, db DBTX, name string, expected *time.Time, next time.Time, ticks []time.Time) (int, error) {
 	n, err := s.q.RecurringMaterialize(ctx, s.db(db), dbgen.RecurringMaterializeParams{Name: name, Expected: expected, Next: next, Ticks: ticks})
+	return int(n), translate(err)
+}
+
+// RecurringSetAside sets aside the schedules that failed
+// (pgsched.recurring_set_aside), to be retried after as long as each has
+// been failing, between min and max; those changed since they were read
+// are left alone.
+func (s *Store) RecurringSetAside(ctx context.Context, db DBTX, failed []RecurringFailure, min, max time.Duration) ([]RecurringSetAsideRow, error) {
+	p := dbgen.RecurringSetAsideParams{MinSeconds: min.Seconds(), MaxSeconds: max.Seconds()}
+	for _, f := range failed {
+		p.Names = append(p.Names, f.Name)
+		p.UpdatedAts = append(p.UpdatedAts, f.UpdatedAt)
+		p.Errors = append(p.Errors, f.Error)
+	}
+	rows, err := s.q.RecurringSetAside(ctx, s.db(db), p)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]RecurringSetAsideRow, len(rows))
+	for i, r := range rows {
+		out[i] = RecurringSetAsideRow{Name: r.Schedule, Newly: r.Newly, RetryAt: r.RetryAt}
+	}
+	return out, nil
+}
+
+// RecurringSetAsideCount counts the schedules set aside.
+func (s *Store) RecurringSetAsideCount(ctx context.Context, db DBTX) (int, error) {
+	n, err := s.q.RecurringSetAsideCount(ctx, s.db(db))
 	return int(n), translate(err)
 }
 
@@ -97,6 +151,10 @@ func (s *Store) RecurringList(ctx context.Context, db DBTX) ([]RecurringInfo, er
 		out[i] = RecurringInfo{
 			RecurringDef: RecurringDef{Name: r.Name, Spec: r.Spec, TimeZone: r.TimeZone, Kind: r.Kind, Missed: r.Missed, Payload: r.Payload},
 			Paused:       r.Paused, NextRunAt: zero(r.NextRunAt), LastRunAt: zero(r.LastRunAt), LastResult: r.LastResult,
+			Error: r.Error,
+		}
+		if r.FailingSince != nil {
+			out[i].FailingSince = *r.FailingSince
 		}
 	}
 	return out, nil

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"time"
 
@@ -93,6 +95,30 @@ func translate(err error) error {
 		}
 	}
 	return err
+}
+
+// Unavailable reports whether err means the database did not run a
+// statement because of its own state, not the statement's: no answer (a
+// lost or refused connection, a timeout on the wire) or a
+// server shutting down, starting up, out of connections or resources,
+// failed over to a read-only standby, or failing at I/O. Every other
+// statement would meet it too, so it is no reason to give up on one.
+func Unavailable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		c := pgErr.Code
+		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "53") || strings.HasPrefix(c, "57P") ||
+			strings.HasPrefix(c, "58") || c == "25006"
+	}
+	for _, sentinel := range []error{ErrInvalid, ErrInPast, ErrRunning, ErrNotFound, ErrConflict, ErrLeaseLost, ErrHasHead} {
+		if errors.Is(err, sentinel) {
+			return false
+		}
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	return errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // NewTask is one task to enqueue. Empty Kind, nil Payload take the defaults.
