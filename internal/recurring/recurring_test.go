@@ -161,7 +161,7 @@ func TestSetAside(t *testing.T) {
 		for name := range wantErr {
 			s := b.state(t, name)
 			require.True(t, s.retryAt.After(prev[name]), "%s retried", name)
-			require.LessOrEqual(t, s.retryAt.Sub(time.Now()), 400*time.Millisecond+pgtest.Patience(time.Second), "%s: at most RetryMax", name)
+			require.LessOrEqual(t, time.Until(*s.retryAt), 400*time.Millisecond+pgtest.Patience(time.Second), "%s: at most RetryMax", name)
 			prev[name] = *s.retryAt
 		}
 	}
