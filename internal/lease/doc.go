@@ -23,6 +23,20 @@
 //	    │        (handlers cancelled)     │ deregister, NOTIFY
 //	    └─────────────────────────────────┘
 //
+// Registering (pgsched.node_register) can be refused for a while, and the
+// node waits (Node.Waiting says why, the worker's readiness too):
+//
+//   - the node id's live lease belongs to another process: each process
+//     draws a random instance, and two processes never hold one node id at
+//     once; a restart after a crash waits for its predecessor's lease;
+//   - the server is the primary of a new timeline (a promoted standby): a
+//     term is valid only on the timeline it registered on, so every term
+//     of the old primary ends at its first renewal there, and nobody
+//     registers until one TTL after the first try, when every node of the
+//     old primary has passed its local deadline. A promoted asynchronous
+//     standby may have lost renewals and claims; this keeps its stale rows
+//     from letting two nodes run one ordering_id.
+//
 // # Fencing reaches the side effect
 //
 // The database fences writes: a claim or an outcome carries (node, epoch)

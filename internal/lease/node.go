@@ -245,10 +245,11 @@ func (n *Node) Run(ctx context.Context) error {
 	return nil
 }
 
-// logWait logs a wait the first time it is seen: a failover once per
-// timeline; a node id held by another process every time that process is
-// found to hold it still, since then it is alive and renewing (two
-// processes configured with one node id).
+// logWait logs a wait: a failover once per timeline; a node id held by
+// another process as a warning when first seen (a restart after a crash
+// waits for its predecessor's lease), and as an error every time that
+// process is found to hold it still, since then it is alive and renewing:
+// two processes configured with one node id.
 func (n *Node) logWait(w, last *WaitError) {
 	switch {
 	case w.Reason == store.WaitFailover:
@@ -260,7 +261,7 @@ func (n *Node) logWait(w, last *WaitError) {
 		n.cfg.Logger.Error("node id still held by another live process: two processes must not share a node id; waiting",
 			"node_id", n.cfg.ID, "holder", w.Holder, "until", w.Until)
 	default:
-		n.cfg.Logger.Error("node id held by another process: waiting until its lease ends (a crashed process's lease runs out within one TTL; a live one means two processes share this node id)",
+		n.cfg.Logger.Warn("node id held by another process: waiting until its lease ends (a crashed process's lease runs out within one TTL; a live one means two processes share this node id)",
 			"node_id", n.cfg.ID, "holder", w.Holder, "until", w.Until, "wait", time.Until(w.Until).Round(time.Millisecond))
 	}
 }
