@@ -5,9 +5,15 @@
 -- node's term is valid only on the timeline it registered on (see
 -- node_register). On Citus it is 0: each server there has a timeline of
 -- its own and a claim runs on a worker, so the check is left out.
+--
+-- STABLE: no statement outlives a timeline (a promotion ends the old
+-- primary, and a standby takes no writes), and Citus plans a claim whose
+-- filter calls a VOLATILE function in steps, which it cannot do for a
+-- claim's UPDATE by ctid.
 CREATE OR REPLACE FUNCTION pgsched.timeline()
 RETURNS integer
 LANGUAGE sql
+STABLE
 AS $$
 SELECT ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::integer -- not on citus
 /*citus SELECT 0*/
