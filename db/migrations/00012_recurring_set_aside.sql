@@ -8,12 +8,14 @@
 -- succeeds too. See internal/recurring.
 
 -- +goose Up
+-- The constraint in a statement of its own: Citus refuses ADD CONSTRAINT
+-- beside other subcommands on a distributed schema's tables.
 ALTER TABLE pgsched.recurring_schedules
     ADD COLUMN failing_since timestamptz,
     ADD COLUMN last_error    text,
-    ADD COLUMN retry_at      timestamptz,
-    ADD CONSTRAINT recurring_schedules_set_aside
-        CHECK ((failing_since IS NULL) = (last_error IS NULL) AND (failing_since IS NULL) = (retry_at IS NULL));
+    ADD COLUMN retry_at      timestamptz;
+ALTER TABLE pgsched.recurring_schedules ADD CONSTRAINT recurring_schedules_set_aside
+    CHECK ((failing_since IS NULL) = (last_error IS NULL) AND (failing_since IS NULL) = (retry_at IS NULL));
 
 -- The leader's pick reads the working schedules by next tick, then the set
 -- aside ones due for a retry.
@@ -27,8 +29,8 @@ CREATE INDEX recurring_schedules_retry ON pgsched.recurring_schedules (retry_at)
 DROP INDEX pgsched.recurring_schedules_retry;
 DROP INDEX pgsched.recurring_schedules_next;
 CREATE INDEX recurring_schedules_next ON pgsched.recurring_schedules (next_tick NULLS FIRST) WHERE NOT paused;
+ALTER TABLE pgsched.recurring_schedules DROP CONSTRAINT recurring_schedules_set_aside;
 ALTER TABLE pgsched.recurring_schedules
-    DROP CONSTRAINT recurring_schedules_set_aside,
     DROP COLUMN retry_at,
     DROP COLUMN last_error,
     DROP COLUMN failing_since;

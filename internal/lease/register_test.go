@@ -108,6 +108,7 @@ func promoteInPlace(t *testing.T, f fixture) {
 // primary has stopped by its own clock; then registration works again.
 func TestFailoverWaitsOutOldLeases(t *testing.T) {
 	t.Parallel()
+	skipOnCitus(t)
 	f := newFixture(t)
 	ctx := context.Background()
 	const ttl = 2 * time.Second
@@ -167,6 +168,7 @@ func TestEpochsNeverGoBack(t *testing.T) {
 // term once the hold has passed.
 func TestNodeReportsFailoverWait(t *testing.T) {
 	t.Parallel()
+	skipOnCitus(t)
 	f := newFixture(t)
 	n, _ := f.runNode(t, "x")
 	old := n.Current()
@@ -190,4 +192,14 @@ func allPartitions(t *testing.T, f fixture) []int32 {
 		parts[i] = int32(i)
 	}
 	return parts
+}
+
+// skipOnCitus skips a test of the failover fencing, which Citus has none
+// of: every server there has a timeline of its own, so pgsched.timeline()
+// is 0 and no term is tied to one.
+func skipOnCitus(t *testing.T) {
+	t.Helper()
+	if pgtest.Citus() {
+		t.Skip("on Citus pgsched.timeline() is 0: terms are not tied to a timeline (docs/design.md, \"A database failover\")")
+	}
 }
