@@ -15,12 +15,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestFirstRunAsRoot: the README's first command on a fresh Debian machine,
-// as root, whose home is mode 0700: the worker, run without DATABASE_URL
-// or PGSCHED_DATA_DIR (scripts/run-worker.sh only builds and execs it),
-// keeps the local PostgreSQL's data where the server's user, postgres, can
-// reach it, says where, becomes ready, and exits 0 on Ctrl-C, having
-// stopped the server it started and written nothing into the home.
+// TestFirstRunAsRoot: the README's first command, ./scripts/run-worker.sh,
+// on a fresh Debian machine as root, whose home is mode 0700: the worker,
+// run without DATABASE_URL or PGSCHED_DATA_DIR, keeps the local
+// PostgreSQL's data where the server's user, postgres, can reach it, says
+// where, becomes ready, and exits 0 on Ctrl-C, having stopped the server
+// it started and written nothing into the home.
 func TestFirstRunAsRoot(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
@@ -35,16 +35,28 @@ func TestFirstRunAsRoot(t *testing.T) {
 
 	home := t.TempDir()
 	require.NoError(t, os.Chmod(home, 0o700))
-	env := []string{"PGSCHED_TEST_MAIN=1", "HOME=" + home, "PGSCHED_HTTP_ADDR=" + freeAddr(t), "PGSCHED_DRAIN_TIMEOUT=1s"}
+	addr := freeAddr(t)
+	// XDG_CONFIG_HOME: the go command keeps its telemetry there, not in
+	// the home that must stay empty.
+	env := []string{"HOME=" + home, "PGSCHED_HTTP_ADDR=" + addr, "PGSCHED_DRAIN_TIMEOUT=1s", "XDG_CONFIG_HOME=" + t.TempDir()}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if k != "HOME" && k != "DATABASE_URL" && !strings.HasPrefix(k, "PGSCHED_") && !strings.HasPrefix(k, "XDG_") {
 			env = append(env, kv)
 		}
 	}
-	addr := env[2][len("PGSCHED_HTTP_ADDR="):]
+	// Go's caches stay where they are: the script builds the worker, and
+	// a newcomer's would be under the home, which must stay empty here.
+	for _, k := range []string{"GOCACHE", "GOMODCACHE", "GOPATH"} {
+		out, err := exec.Command("go", "env", k).Output()
+		require.NoError(t, err)
+		env = append(env, k+"="+strings.TrimSpace(string(out)))
+	}
+	// README's first command, exactly as a newcomer runs it.
+	script, err := filepath.Abs(filepath.Join("..", "..", "scripts", "run-worker.sh"))
+	require.NoError(t, err)
 	worker := func(args ...string) *exec.Cmd {
-		cmd := exec.Command(os.Args[0], args...) // init runs main before any test flag is read
+		cmd := exec.Command(script, args...)
 		cmd.Env = env
 		return cmd
 	}
