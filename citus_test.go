@@ -433,7 +433,7 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 
 	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: schema})
 	require.NoError(t, err)
-	st, err := store.New(schema)
+	st, err := store.NewCitus(schema)
 	require.NoError(t, err)
 	lease, err := st.NodeRegister(ctx, pool, "routed", "test", time.Minute, "host", 1, false, 0)
 	require.NoError(t, err)
@@ -611,7 +611,7 @@ func TestCitusClaimLeavesUnreachedPartitions(t *testing.T) {
 			in[p]++
 		}
 	}
-	st, err := store.New(schema)
+	st, err := store.NewCitus(schema)
 	require.NoError(t, err)
 	lease, err := st.NodeRegister(ctx, plain, "unreached", "test", time.Minute, "host", 1, false, 0)
 	require.NoError(t, err)
@@ -701,7 +701,7 @@ func TestCitusSplitFinishKeepsWhatCommitted(t *testing.T) {
 	_, err := plain.Exec(ctx, "ALTER TABLE "+schema+".dead_tasks ADD CONSTRAINT refuse_b CHECK (ordering_id <> '"+b+"')")
 	require.NoError(t, err)
 
-	st, err := store.New(schema)
+	st, err := store.NewCitus(schema)
 	require.NoError(t, err)
 	lease, err := st.NodeRegister(ctx, plain, "split", "test", time.Minute, "host", 1, false, 0)
 	require.NoError(t, err)
@@ -737,7 +737,7 @@ func TestCitusSplitClaimKeepsWhatCommitted(t *testing.T) {
 	_, err := plain.Exec(ctx, "ALTER TABLE "+schema+".heads ADD CONSTRAINT refuse_b CHECK (NOT running OR ordering_id <> '"+b+"')")
 	require.NoError(t, err)
 
-	st, err := store.New(schema)
+	st, err := store.NewCitus(schema)
 	require.NoError(t, err)
 	lease, err := st.NodeRegister(ctx, plain, "split", "test", time.Minute, "host", 1, false, 0)
 	require.NoError(t, err)

@@ -80,7 +80,7 @@ func (t Task) Key() Key {
 // Client enqueues, cancels and reschedules tasks.
 type Client struct {
 	pool      *pgxpool.Pool
-	store     *store.Store
+	store     store.Store
 	scheduled *prometheus.CounterVec
 	// skipNewKeys counts batches still to send without the new-keys
 	// promise after one was refused (see scheduleMany).

@@ -26,7 +26,7 @@ import (
 type clientBundle struct {
 	db     *pgtest.DB
 	client *pgsched.Client
-	store  *store.Store
+	store  store.Store
 }
 
 func setupClient(t *testing.T) clientBundle {
@@ -34,7 +34,7 @@ func setupClient(t *testing.T) clientBundle {
 	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
 	c, err := pgsched.NewClient(db.Pool, pgsched.ClientConfig{Schema: db.Schema})
 	require.NoError(t, err)
-	st, err := store.New(db.Schema)
+	st, err := store.Open(context.Background(), db.Pool, db.Schema)
 	require.NoError(t, err)
 	return clientBundle{db: db, client: c, store: st}
 }

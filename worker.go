@@ -32,7 +32,7 @@ type Worker struct {
 	ctl     *pgxpool.Pool // the worker's own control connections
 	cfg     WorkerConfig
 	kinds   map[string]kindHandler
-	store   *store.Store
+	store   store.Store
 	metrics *metrics.Metrics
 	logger  *slog.Logger
 
@@ -167,7 +167,8 @@ func (w *Worker) openControl(ctx context.Context) (*pgxpool.Pool, error) {
 }
 
 // checkSchema reads the schema's version (refusing one a newer build
-// migrated) and the settings, and prepares completion partitions: the
+// migrated) and the settings, opens the store the schema needs (Citus's,
+// on a distributed schema), and prepares completion partitions: the
 // first statements to reach the database, so their errors say whether it
 // is reachable and migrated.
 func (w *Worker) checkSchema(ctx context.Context, ctl *pgxpool.Pool) (store.Settings, error) {
@@ -180,6 +181,11 @@ func (w *Worker) checkSchema(ctx context.Context, ctl *pgxpool.Pool) (store.Sett
 	}
 	settings, err := w.store.Settings(ctx, ctl)
 	if err != nil {
+		return settings, startError(err)
+	}
+	// The store the schema needs: on Citus, claims and outcomes go to the
+	// Citus workers.
+	if w.store, err = store.Open(ctx, ctl, w.cfg.Schema); err != nil {
 		return settings, startError(err)
 	}
 	if _, err := w.store.EnsureCompletionPartitions(ctx, ctl, 3); err != nil {

@@ -12,7 +12,9 @@ import "embed"
 var Migrations embed.FS
 
 // Objects holds functions/*.sql and views/*.sql: each file creates or
-// replaces one function (with its overloads) or one view.
+// replaces one function (with its overloads) or one view. citus/ holds
+// what a schema distributed over Citus gets instead or besides: whole
+// functions and views of the same names or its own, and custom_plans.sql.
 //
-//go:embed functions/*.sql views/*.sql
+//go:embed functions/*.sql views/*.sql citus/functions/*.sql citus/views/*.sql citus/custom_plans.sql
 var Objects embed.FS

@@ -71,7 +71,7 @@ var ErrShortToken = fmt.Errorf("pgschedui: Config.Token must be at least %d byte
 
 type console struct {
 	pool   *pgxpool.Pool
-	store  *store.Store
+	store  store.Store
 	client *pgsched.Client
 	prefix string
 	logger *slog.Logger

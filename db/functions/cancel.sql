@@ -3,7 +3,6 @@
 CREATE OR REPLACE FUNCTION pgsched.cancel(ordering_id text, scheduled_at timestamptz, uniqueness_key text DEFAULT '')
 RETURNS void
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE

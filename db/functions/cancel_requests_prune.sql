@@ -7,7 +7,6 @@
 CREATE OR REPLACE FUNCTION pgsched.cancel_requests_prune()
 RETURNS integer
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 AS $$
 DECLARE
     r record;

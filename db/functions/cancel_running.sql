@@ -8,7 +8,6 @@
 CREATE OR REPLACE FUNCTION pgsched.cancel_running(ordering_id text, scheduled_at timestamptz, uniqueness_key text DEFAULT '')
 RETURNS boolean
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 SET jit = off
 AS $$
 DECLARE

@@ -22,10 +22,9 @@ CREATE OR REPLACE FUNCTION pgsched.claim_due_many(p_node_id text, p_epoch bigint
                                        p_ahead_seconds float8 DEFAULT 0)
 RETURNS SETOF pgsched.heads
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 SET jit = off
 SET enable_seqscan = off
-SET plan_cache_mode = force_generic_plan -- not on citus
+SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     p       integer;

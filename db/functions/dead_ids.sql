@@ -6,7 +6,6 @@
 CREATE OR REPLACE FUNCTION pgsched.dead_ids(kind text, ordering_id text, died_after timestamptz, died_before timestamptz)
 RETURNS bigint[]
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 AS $$
 DECLARE
     ids bigint[];

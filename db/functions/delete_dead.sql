@@ -3,7 +3,6 @@
 CREATE OR REPLACE FUNCTION pgsched.delete_dead(id bigint)
 RETURNS integer
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 AS $$
 DECLARE
     n integer;

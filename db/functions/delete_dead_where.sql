@@ -4,7 +4,6 @@ CREATE OR REPLACE FUNCTION pgsched.delete_dead_where(kind text DEFAULT NULL, ord
                                                      died_after timestamptz DEFAULT NULL, died_before timestamptz DEFAULT NULL)
 RETURNS integer
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 AS $$
 DECLARE
     ids bigint[];

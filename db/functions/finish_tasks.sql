@@ -3,26 +3,14 @@
 -- it to dead_tasks, 'retry' makes it pending again retry_delay seconds from
 -- now (the database's now), 'release' makes it pending again as it was (a
 -- graceful stop gave it back). Only tasks still held by the claim the
--- outcome is for change: (node_id, epoch) and the claim's claimed_at. So a
--- stale node's late writes change nothing, and neither does an outcome
--- statement retried after its first try committed unseen, once the same
--- node and term have claimed the task again (a retry that came due, or a
--- release): each claim has its own claimed_at. Returns one row per
--- successor handed straight to the node as running (see below), shaped as
--- a claim returns it, and then one row whose applied holds the ids of the
--- tasks that changed and claimable how many heads the call left for a
--- claim (promoted and not handed over, or given back; the other columns
--- null). Rows rather than an array of heads: building the array and
--- unnesting it again cost a tenth of the call.
---
--- Heads are changed in key order, so enqueuers (which lock heads in that
--- order too) and finishers cannot deadlock: a batch of completions alone is
--- one delete, driven by the sorted batch through a nested loop of primary
--- key probes (hash and merge joins are off so the order holds); a batch
--- with retries or releases locks its heads first.
---
--- Promotion and handing over (a successor started on this node without a
--- claim, never for a paused kind): see docs/design.md, "finish_tasks".
+-- outcome is for change: (node_id, epoch) and the claim's claimed_at, so
+-- a stale node's or a replayed statement's late writes change nothing.
+-- Returns one row per successor handed straight to the node as running,
+-- shaped as a claim returns it, then one row whose applied holds the ids
+-- of the tasks that changed and claimable how many heads the call left for
+-- a claim. Heads are changed in key order, as enqueuers lock them, so the
+-- two cannot deadlock. Promotion, handing over and the plan:
+-- docs/design.md, "finish_tasks".
 CREATE OR REPLACE FUNCTION pgsched.finish_tasks(
     p_node_id      text,
     p_epoch        bigint,
@@ -41,7 +29,6 @@ RETURNS TABLE (applied bigint[], partition_id integer, id bigint, ordering_id te
                uniqueness_key text, kind text, payload jsonb, attempt integer, run_at timestamptz,
                claimed_at timestamptz, claimable integer)
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 SET jit = off
 SET enable_seqscan = off
 SET enable_hashjoin = off
@@ -69,46 +56,7 @@ DECLARE
     -- Citus refuses now() in RETURNING and CASE.
     t_now   timestamptz := now();
     retry_ats timestamptz[];
-    /*citus v_one integer;
-    q       record;
-    r       record;
-    acc     bigint[] := '{}';
-    acc_n   integer := 0;
-    v_tomb  pgsched.completions[];
-    v_dead  pgsched.dead_tasks[];
-    v_new   pgsched.heads[]; */
 BEGIN
-    /*citus -- Citus: each statement below names one partition, so Citus routes
-    -- it to the worker holding it. A batch spanning partitions runs as one
-    -- call per partition, in partition order, in this transaction; the
-    -- successors handed over count against one budget (p_chain).
-    IF (SELECT count(DISTINCT x.p) FROM unnest(partition_ids) AS x(p)) > 1 THEN
-        FOR q IN SELECT x.p, array_agg(x.i ORDER BY x.i) AS pos FROM unnest(partition_ids) WITH ORDINALITY AS x(p, i) GROUP BY x.p ORDER BY x.p LOOP
-            FOR r IN SELECT * FROM pgsched.finish_tasks(p_node_id, p_epoch,
-                    ARRAY(SELECT partition_ids[j] FROM unnest(q.pos) AS j), ARRAY(SELECT ordering_ids[j] FROM unnest(q.pos) AS j),
-                    ARRAY(SELECT task_ids[j] FROM unnest(q.pos) AS j), ARRAY(SELECT claimed_ats[j] FROM unnest(q.pos) AS j),
-                    ARRAY(SELECT outcomes[j] FROM unnest(q.pos) AS j), ARRAY(SELECT retry_delays[j] FROM unnest(q.pos) AS j),
-                    ARRAY(SELECT errors[j] FROM unnest(q.pos) AS j), room, p_chain_partitions, p_chain_limit) AS f LOOP
-                IF r.applied IS NOT NULL THEN
-                    acc := acc || r.applied;
-                    acc_n := acc_n + r.claimable;
-                ELSE
-                    applied := NULL; partition_id := r.partition_id; id := r.id; ordering_id := r.ordering_id;
-                    scheduled_at := r.scheduled_at; uniqueness_key := r.uniqueness_key; kind := r.kind; payload := r.payload;
-                    attempt := r.attempt; run_at := r.run_at; claimed_at := r.claimed_at; claimable := NULL;
-                    room := greatest(room - 1, 0);
-                    RETURN NEXT;
-                END IF;
-            END LOOP;
-        END LOOP;
-        applied := acc; claimable := acc_n;
-        partition_id := NULL; id := NULL; ordering_id := NULL; scheduled_at := NULL; uniqueness_key := NULL; kind := NULL;
-        payload := NULL; attempt := NULL; run_at := NULL; claimed_at := NULL;
-        RETURN NEXT;
-        RETURN;
-    END IF;
-    v_one := partition_ids[1];
-    */
     IF EXISTS (SELECT 1 FROM unnest(outcomes) AS x(outcome) WHERE x.outcome NOT IN ('completed', 'dead')) THEN
         PERFORM pgsched.lock_heads(partition_ids, ordering_ids);
     END IF;
@@ -135,7 +83,7 @@ BEGIN
         ) b
         -- Held by this node means running (CHECK on heads).
         WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
-          AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca /*citus AND h.partition_id = v_one*/
+          AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca
         RETURNING h.*, b.outcome, b.err
     ), known AS (
         SELECT g.partition_id AS p, g.ordering_id AS o, g.chain AS c, g.next_tids[1] AS tid, g.next_ids[1] AS id,
@@ -144,11 +92,10 @@ BEGIN
         FROM gone g WHERE g.backlog AND cardinality(g.next_tids) > 0
     ), moved AS (
         DELETE FROM pgsched.backlog b USING known k
-        WHERE b.partition_id = k.p AND b.id = k.id AND b.ordering_id = k.o AND b.ctid = k.tid /*citus AND b.partition_id = v_one*/
+        WHERE b.partition_id = k.p AND b.id = k.id AND b.ordering_id = k.o AND b.ctid = k.tid
         RETURNING b.*, k.rest_tids, k.rest_ids, k.more_after, k.c AS prev_chain,
                   coalesce(k.i <= room AND b.run_at <= t_now AND k.c < p_chain_limit
                            AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
-    -- not on citus: begin
     ), tomb AS (
         INSERT INTO pgsched.completions (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, attempt, node_id, completed_at)
         SELECT g.partition_id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.attempt, g.node_id, t_now
@@ -177,43 +124,6 @@ BEGIN
            array_agg(g.id), count(*) FILTER (WHERE g.backlog AND cardinality(g.next_tids) > 0),
            (SELECT count(*) FROM ins), (SELECT array_agg(x::pgsched.heads) FROM ins x WHERE x.running)
     INTO gone_p, gone_o, gone_c, gone_id, known_n, moved_n, fast FROM gone g;
-    -- not on citus: end
-    /*citus -- Citus: the same in a statement Citus routes whole to the partition's
-    -- shard, which it does only for a query whose modifying CTEs are
-    -- DELETEs or UPDATEs (with an INSERT among them it runs each CTE as a
-    -- step of its own, with intermediate results, an order of magnitude
-    -- slower). The rows to write come back as arrays, and the INSERTs
-    -- follow as statements of their own, in this transaction.
-    )
-    SELECT array_agg(g.partition_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
-           array_agg(g.ordering_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
-           array_agg(g.chain) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
-           array_agg(g.id), count(*) FILTER (WHERE g.backlog AND cardinality(g.next_tids) > 0),
-           array_agg(ROW(g.partition_id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.attempt, g.node_id,
-                         t_now)::pgsched.completions) FILTER (WHERE g.outcome = 'completed'),
-           array_agg(ROW(g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt,
-                         g.err, g.node_id, t_now)::pgsched.dead_tasks) FILTER (WHERE g.outcome = 'dead'),
-           (SELECT array_agg(ROW(m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
-                   m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at,
-                   cardinality(m.rest_tids) > 0 OR m.more_after,
-                   m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
-                   CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
-                   CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_tids END,
-                   CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after, false)::pgsched.heads)
-            FROM moved m)
-    INTO gone_p, gone_o, gone_c, gone_id, known_n, v_tomb, v_dead, v_new FROM gone g;
-    IF v_tomb IS NOT NULL THEN
-        INSERT INTO pgsched.completions SELECT x.* FROM unnest(v_tomb) AS x;
-    END IF;
-    IF v_dead IS NOT NULL THEN
-        INSERT INTO pgsched.dead_tasks SELECT x.* FROM unnest(v_dead) AS x;
-    END IF;
-    moved_n := coalesce(cardinality(v_new), 0);
-    IF v_new IS NOT NULL THEN
-        INSERT INTO pgsched.heads SELECT x.* FROM unnest(v_new) AS x;
-        SELECT array_agg(x) INTO fast FROM unnest(v_new) AS x WHERE x.running;
-    END IF;
-    */
     IF fast IS NOT NULL THEN
         RETURN QUERY
         SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
@@ -233,7 +143,7 @@ BEGIN
         -- probe takes the earliest enqueued), and if no two share a
         -- scheduled_at the next 16 become the new head's known
         -- successors.
-        RETURN QUERY -- not on citus
+        RETURN QUERY
         WITH pick AS (
             SELECT k.p, k.o, k.c, k.i, coalesce(t.tid, f.tids[1]) AS tid, coalesce(t.id, f.ids[1]) AS bid, f.n > 1 AS more,
                    CASE WHEN f.n > 1 AND f.nd = f.n THEN f.tids[2:17] END AS next_tids,
@@ -246,24 +156,22 @@ BEGIN
                        min(x.scheduled_at) AS sa1, count(*) AS n, count(DISTINCT x.scheduled_at) AS nd
                 FROM (
                     SELECT b.ctid AS tid, b.id, b.scheduled_at, b.uniqueness_key FROM pgsched.backlog b
-                    WHERE b.partition_id = k.p AND b.ordering_id = k.o /*citus AND b.partition_id = v_one*/
+                    WHERE b.partition_id = k.p AND b.ordering_id = k.o
                     ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 18
                 ) x
             ) f
             LEFT JOIN LATERAL (
                 SELECT b.ctid AS tid, b.id FROM pgsched.backlog b
                 WHERE f.n > 1 AND f.nd < f.n
-                  AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.sa1 /*citus AND b.partition_id = v_one*/
+                  AND b.partition_id = k.p AND b.ordering_id = k.o AND b.scheduled_at = f.sa1
                 ORDER BY b.id LIMIT 1
             ) t ON true
         ), moved AS (
             DELETE FROM pgsched.backlog b USING pick
             WHERE b.partition_id = pick.p AND b.ctid = pick.tid
-              /*citus AND b.ordering_id = pick.o AND b.id = pick.bid AND b.partition_id = v_one*/
             RETURNING b.*, pick.more, pick.next_tids, pick.next_ids, pick.next_more, pick.c AS prev_chain,
                       coalesce(pick.i + known_n <= room AND b.run_at <= t_now AND pick.c < p_chain_limit
                                AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
-        -- not on citus: begin
         ), ins AS (
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                             run_at, attempt, revision, last_error, created_at, backlog,
@@ -281,25 +189,6 @@ BEGIN
                x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer
         FROM ins x WHERE x.running;
         GET DIAGNOSTICS handed2 = ROW_COUNT;
-        -- not on citus: end
-        /*citus -- Citus: routed whole, the INSERT apart (see the first statement).
-        )
-        SELECT array_agg(ROW(m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
-                   m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at, m.more,
-                   m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
-                   CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
-                   m.next_tids, m.next_ids, m.next_more, false)::pgsched.heads)
-        INTO v_new FROM moved m;
-        handed2 := 0;
-        IF v_new IS NOT NULL THEN
-            INSERT INTO pgsched.heads SELECT x.* FROM unnest(v_new) AS x;
-            RETURN QUERY
-            SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
-                   x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer
-            FROM unnest(v_new) AS x WHERE x.running;
-            GET DIAGNOSTICS handed2 = ROW_COUNT;
-        END IF;
-        */
         handed := handed + handed2;
         promoted := promoted + cardinality(gone_p);
     END IF;
@@ -311,7 +200,7 @@ BEGIN
         SELECT array_agg(u.p), array_agg(u.o) INTO back_p, back_o
         FROM unnest(partition_ids, ordering_ids, outcomes) AS u(p, o, outcome)
         WHERE u.outcome IN ('completed', 'dead')
-          AND NOT EXISTS (SELECT 1 FROM pgsched.heads h WHERE h.partition_id = u.p AND h.ordering_id = u.o /*citus AND h.partition_id = v_one*/);
+          AND NOT EXISTS (SELECT 1 FROM pgsched.heads h WHERE h.partition_id = u.p AND h.ordering_id = u.o);
         IF back_p IS NOT NULL THEN
             PERFORM pgsched.settle_heads(back_p, back_o);
             promoted := promoted + cardinality(back_p);
@@ -335,7 +224,6 @@ BEGIN
                  AS b(p, o, id, ca, outcome, retry_at, err)
             WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
               AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND b.outcome IN ('retry', 'release')
-              /*citus AND h.partition_id = v_one*/
             RETURNING h.partition_id, h.ordering_id, h.id
         )
         SELECT array_agg(k.partition_id), array_agg(k.ordering_id), array_agg(k.id)

@@ -14,7 +14,8 @@
 --                     SECURITY DEFINER, so it need not own the schema).
 --   <schema>_read     SELECT on the views (and partition_of,
 --                     citus_partitions and recurring_ticks, which views
---                     call with their reader's rights).
+--                     call with their reader's rights), and what
+--                     grant_reader adds (on Citus, the tables).
 --
 -- The migrator calls it after every change to the SQL objects, since a
 -- function dropped and created anew, a new table or a new view starts with
@@ -60,17 +61,15 @@ BEGIN
     LOOP
         EXECUTE format('GRANT SELECT ON %I.%I TO %I', s, r, rd);
     END LOOP;
-    /*citus -- Citus runs a view's statements on the shards as the reader,
-    -- not as the view's owner: the reader reads the tables.
-    EXECUTE format('GRANT SELECT ON ALL TABLES IN SCHEMA %I TO %I', s, rd); */
-    -- A view's functions run with its reader's rights; partition_of only
-    -- computes, citus_partitions and recurring_ticks only read
-    -- (citus_placement, and recurring on Citus).
+    -- A view's functions run with its reader's rights: partition_of only
+    -- computes; recurring_ticks (recurring) reads as its owner;
+    -- citus_partitions (citus_placement) only reads Citus's catalog.
     FOR r IN SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
              WHERE n.nspname = s AND p.proname IN ('partition_of', 'citus_partitions', 'recurring_ticks')
     LOOP
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', r, rd);
     END LOOP;
+    PERFORM pgsched.grant_reader(rd);
     RETURN true;
 END
 $$;

@@ -8,7 +8,6 @@
 CREATE OR REPLACE FUNCTION pgsched.lock_head(p integer, o text)
 RETURNS TABLE (scheduled_at timestamptz, uniqueness_key text, running boolean)
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 AS $$
 #variable_conflict use_column
 BEGIN

@@ -13,7 +13,6 @@
 CREATE OR REPLACE FUNCTION pgsched.pause_sweep()
 RETURNS integer
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 SET jit = off
 AS $$
 DECLARE

@@ -5,23 +5,10 @@
 CREATE OR REPLACE FUNCTION pgsched.queue_next_due(p_partitions integer[])
 RETURNS TABLE (partition_id integer, due_in float8)
 LANGUAGE plpgsql STABLE
-/*citus SET plan_cache_mode = force_custom_plan*/
 SET jit = off
 AS $$
 #variable_conflict use_column
-/*citus DECLARE
-    p integer;
-*/BEGIN
-    /*citus -- Citus: a statement per partition (a subquery per element of a
-    -- list of partitions spans shards).
-    FOREACH p IN ARRAY p_partitions LOOP
-        RETURN QUERY
-        SELECT p, extract(epoch FROM min(h.run_at) - now())::float8 FROM pgsched.heads h
-        WHERE h.partition_id = p AND h.chain = 0 AND NOT h.paused AND NOT h.running
-        HAVING min(h.run_at) IS NOT NULL;
-    END LOOP;
-    RETURN;
-    */
+BEGIN
     RETURN QUERY
     SELECT n.partition_id::integer, extract(epoch FROM n.next_at - now())::float8
     FROM (

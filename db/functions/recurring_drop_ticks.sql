@@ -6,7 +6,6 @@
 CREATE OR REPLACE FUNCTION pgsched.recurring_drop_ticks(p_name text)
 RETURNS integer
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 AS $$
 DECLARE
     p integer := pgsched.partition_of(p_name, (SELECT partition_count FROM pgsched.settings));

@@ -1,12 +1,11 @@
 -- recurring_ticks finds a schedule's next pending tick and how its last one
 -- ended, as the recurring view shows them, with a probe per task table in
--- the schedule's partition. The view uses it on Citus (which plans no
--- lateral join from a reference table into the task tables); on one
--- server the view joins laterally instead.
+-- the schedule's partition. SECURITY DEFINER: the view's reader (the
+-- <schema>_read role) reads no table itself.
 CREATE OR REPLACE FUNCTION pgsched.recurring_ticks(p_name text, OUT next_at timestamptz, OUT last_at timestamptz,
                                                    OUT last_result text)
 LANGUAGE plpgsql STABLE
-/*citus SET plan_cache_mode = force_custom_plan*/
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     p integer := pgsched.partition_of(p_name, (SELECT s.partition_count FROM pgsched.settings s));

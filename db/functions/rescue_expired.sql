@@ -9,7 +9,6 @@
 CREATE OR REPLACE FUNCTION pgsched.rescue_expired(p_nodes text[] DEFAULT NULL, p_orphans boolean DEFAULT false)
 RETURNS integer
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 SET jit = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off

@@ -4,7 +4,6 @@
 CREATE OR REPLACE FUNCTION pgsched.resume_kind(p_kind text)
 RETURNS boolean
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 SET jit = off
 AS $$
 DECLARE

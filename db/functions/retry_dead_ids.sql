@@ -10,7 +10,6 @@
 CREATE OR REPLACE FUNCTION pgsched.retry_dead_ids(ids bigint[])
 RETURNS integer
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 AS $$
 DECLARE
     t     timestamptz := now();

@@ -18,7 +18,6 @@ CREATE OR REPLACE FUNCTION pgsched.schedule_many(
 )
 RETURNS text[]
 LANGUAGE plpgsql
-/*citus SET plan_cache_mode = force_custom_plan*/
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -27,9 +26,6 @@ DECLARE
     n integer := coalesce(cardinality(ordering_ids), 0);
     parts integer[];
     results text[];
-    bad record;
-    bad_at integer;
-    where_ text := '';
     lo timestamptz;
     hi timestamptz;
     fresh integer[];
@@ -38,119 +34,20 @@ DECLARE
     done integer[];
     settle_p integer[];
     settle_o text[];
-    /*citus v_one integer;
-    q     record;
-    sub   text[];
-    kr_p  integer[] := '{}';
-    kr_o  text[] := '{}';
-    kr_sa timestamptz[] := '{}';
-    kr_uk text[] := '{}';
-    kr_r  text[] := '{}';
-    nb_p  integer[];
-    nb_o  text[];
-    nb_sa timestamptz[];
-    nb_uk text[];
-    nb_k  text[];
-    nb_pl jsonb[];
-    nb_id bigint[];
-    nh_o  text[];
-    nh_sa timestamptz[];
-    nh_uk text[];
-    nh_k  text[];
-    nh_pl jsonb[];
-    nh_id bigint[];
-    fresh_o text[]; */
 BEGIN
-    /*citus -- Citus: enqueue on the coordinator only. Task ids, which order the
-    -- tasks of one ordering_id with equal scheduled_at by enqueue, come from
-    -- the coordinator's task_id_seq (a worker's nextval draws from a range
-    -- of its own, from 2^48 up), and nodes listen for new work there.
-    IF (SELECT g.groupid FROM pg_catalog.pg_dist_local_group g) <> 0 THEN
-        RAISE EXCEPTION 'pgsched: enqueue through the Citus coordinator, not a worker node'
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'Task ids, which order tasks of equal scheduled_at by enqueue, come from the coordinator''s sequence.';
-    END IF; */
     SELECT * INTO STRICT s FROM pgsched.settings;
-    IF coalesce(cardinality(scheduled_ats), 0) <> n
-       OR (uniqueness_keys IS NOT NULL AND cardinality(uniqueness_keys) <> n)
-       OR (payloads IS NOT NULL AND cardinality(payloads) <> n)
-       OR (kinds IS NOT NULL AND cardinality(kinds) <> n) THEN
-        RAISE EXCEPTION 'pgsched: schedule_many arrays must all have % elements', n USING ERRCODE = 'PGS01';
-    END IF;
+    PERFORM pgsched.schedule_check(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, s, t_now);
     IF n = 0 THEN
         RETURN '{}';
-    END IF;
-
-    -- Arrays are only ever unnested together: subscripting a large array of
-    -- variable-width values costs O(i) per access.
-    --
-    -- The checks and their costs: docs/design.md, "schedule_many".
-    SELECT x.i, coalesce(x.invalid, x.past) AS msg, CASE WHEN x.invalid IS NULL THEN 'PGS02' ELSE 'PGS01' END AS code
-    INTO bad FROM (
-        SELECT u.i,
-            CASE
-                WHEN u.o IS NULL OR u.o = '' THEN 'ordering_id is required'
-                WHEN octet_length(u.o) > 255 THEN format('ordering_id is %s bytes, over the limit of 255', octet_length(u.o))
-                WHEN u.sa IS NULL THEN 'scheduled_at is required'
-                WHEN u.sa IN ('infinity', '-infinity') THEN 'scheduled_at must be a finite time'
-                WHEN u.sa < '0001-01-01 00:00:00+00' OR u.sa >= '10000-01-01 00:00:00+00'
-                    THEN 'scheduled_at is outside the supported range 0001-01-01 00:00:00 to 9999-12-31 23:59:59.999999 UTC'
-                WHEN octet_length(u.uk) > 255 THEN format('uniqueness_key is %s bytes, over the limit of 255', octet_length(u.uk))
-                WHEN u.k ~ '[\x01-\x1f\x7f]' THEN 'kind contains a control character'
-                WHEN octet_length(u.k) > 255 THEN format('kind is %s bytes, over the limit of 255', octet_length(u.k))
-                WHEN pg_column_size(u.pl) > s.max_payload_bytes
-                    THEN format('payload is %s bytes as stored (jsonb), over the limit of %s bytes', pg_column_size(u.pl), s.max_payload_bytes)
-                WHEN pg_column_size(u.pl) >= 1016
-                     AND jsonb_path_exists(u.pl, 'strict $.**{126} ? (@.type() == "array" || @.type() == "object")')
-                    THEN 'payload is nested more than 126 levels deep'
-            END AS invalid,
-            CASE WHEN u.sa < t_now - s.grace
-                THEN format('scheduled_at %s is before now minus the grace window of %s', u.sa, s.grace)
-            END AS past
-        FROM unnest(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS u(o, sa, uk, pl, k, i)
-    ) x WHERE x.invalid IS NOT NULL OR x.past IS NOT NULL ORDER BY x.i LIMIT 1;
-    IF FOUND THEN
-        IF n > 1 THEN
-            where_ := format(' (batch item %s)', bad.i);
-        END IF;
-        IF bad.code = 'PGS02' AND scheduled_ats[bad.i::integer] = '0001-01-01 00:00:00+00' THEN
-            -- Go's zero time: the caller never set scheduled_at.
-            RAISE EXCEPTION USING MESSAGE = 'pgsched: ' || pgsched.time_error('scheduled_at', scheduled_ats[bad.i::integer]) || where_,
-                ERRCODE = 'PGS01';
-        END IF;
-        RAISE EXCEPTION USING MESSAGE = 'pgsched: ' || bad.msg || where_, ERRCODE = bad.code;
     END IF;
 
     SELECT array_agg(pgsched.partition_of(u.o, s.partition_count) ORDER BY u.i) INTO parts
     FROM unnest(ordering_ids) WITH ORDINALITY AS u(o, i);
 
-    /*citus -- Citus: each statement below names one partition, so Citus routes
-    -- it to the worker holding it. A batch spanning partitions runs as one
-    -- call per partition, in partition order (keys stay locked in key
-    -- order), in this transaction; results go back to their positions.
-    IF (SELECT count(DISTINCT x.p) FROM unnest(parts) AS x(p)) > 1 THEN
-        results := array_fill(NULL::text, ARRAY[n]);
-        FOR q IN SELECT x.p, array_agg(x.i ORDER BY x.i) AS pos FROM unnest(parts) WITH ORDINALITY AS x(p, i) GROUP BY x.p ORDER BY x.p LOOP
-            sub := pgsched.schedule_many(
-                ARRAY(SELECT ordering_ids[j] FROM unnest(q.pos) AS j),
-                ARRAY(SELECT scheduled_ats[j] FROM unnest(q.pos) AS j),
-                CASE WHEN uniqueness_keys IS NOT NULL THEN ARRAY(SELECT uniqueness_keys[j] FROM unnest(q.pos) AS j) END,
-                CASE WHEN payloads IS NOT NULL THEN ARRAY(SELECT payloads[j] FROM unnest(q.pos) AS j) END,
-                CASE WHEN kinds IS NOT NULL THEN ARRAY(SELECT kinds[j] FROM unnest(q.pos) AS j) END,
-                new_keys);
-            FOR k IN 1 .. cardinality(q.pos) LOOP
-                results[q.pos[k]] := sub[k];
-            END LOOP;
-        END LOOP;
-        RETURN results;
-    END IF;
-    v_one := parts[1];
-    */
 
     -- Lock every ordering_id's head in key order (no deadlock with other
     -- batches and finishers), writing the batch's earliest task as the head
     -- where there is none; see docs/design.md, "schedule_many".
-    -- not on citus: begin
     IF new_keys THEN
         WITH ins AS (
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
@@ -179,52 +76,6 @@ BEGIN
         )
         SELECT array_agg(ins.id) INTO fresh_ids FROM ins;
     END IF;
-    -- not on citus: end
-    /*citus -- Citus: the same rows, their ids drawn here, inserted by an INSERT
-    -- that selects the partition's row of partition_anchor, so Citus routes
-    -- it whole to the partition's shard (selecting from the arrays alone,
-    -- it runs the SELECT here and copies the rows over, with the ids'
-    -- nextval evaluated here too).
-    SELECT array_agg(f.o ORDER BY f.o), array_agg(f.sa ORDER BY f.o), array_agg(f.uk ORDER BY f.o),
-           array_agg(f.k ORDER BY f.o), array_agg(f.pl ORDER BY f.o)
-    INTO nh_o, nh_sa, nh_uk, nh_k, nh_pl
-    FROM (
-        SELECT DISTINCT ON (x.o COLLATE "C") x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
-               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k
-        FROM unnest(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(o, sa, uk, pl, k, i)
-        ORDER BY x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
-    ) f;
-    nh_id := ARRAY(SELECT nextval('pgsched.task_id_seq') FROM generate_series(1, cardinality(nh_o)));
-    IF new_keys THEN
-        FOR q IN
-            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at)
-            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now
-            FROM pgsched.partition_anchor a, unnest(nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_id) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, i)
-            WHERE a.partition_id = v_one
-            ORDER BY x.i
-            RETURNING h.id, h.ordering_id
-        LOOP
-            fresh_ids := fresh_ids || q.id;
-            fresh_o := fresh_o || q.ordering_id::text;
-        END LOOP;
-        IF coalesce(cardinality(fresh_ids), 0) <> cardinality(nh_o) THEN
-            RAISE EXCEPTION 'pgsched: partition_anchor has no row for partition %', v_one USING ERRCODE = 'no_data_found';
-        END IF;
-    ELSE
-        FOR q IN
-            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at)
-            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now
-            FROM pgsched.partition_anchor a, unnest(nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_id) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, i)
-            WHERE a.partition_id = v_one
-            ORDER BY x.i
-            ON CONFLICT (partition_id, ordering_id) DO UPDATE SET revision = h.revision WHERE false
-            RETURNING h.id, h.ordering_id
-        LOOP
-            fresh_ids := fresh_ids || q.id;
-            fresh_o := fresh_o || q.ordering_id::text;
-        END LOOP;
-    END IF;
-    */
     -- n heads written for n positions: every position is its key's.
     fresh_all := coalesce(cardinality(fresh_ids), 0) = n;
     IF NOT fresh_all THEN
@@ -232,7 +83,7 @@ BEGIN
         -- forget their known successors first (see "Known successors").
         UPDATE pgsched.heads h SET next_tids = NULL, next_ids = NULL
         FROM (SELECT DISTINCT x.p, x.o COLLATE "C" AS o FROM unnest(parts, ordering_ids) AS x(p, o)) k
-        WHERE h.partition_id = k.p AND h.ordering_id = k.o AND h.next_tids IS NOT NULL /*citus AND h.partition_id = v_one*/;
+        WHERE h.partition_id = k.p AND h.ordering_id = k.o AND h.next_tids IS NOT NULL;
     END IF;
     IF NOT fresh_all AND fresh_ids IS NOT NULL THEN
         SELECT array_agg(f.i) INTO fresh FROM (
@@ -240,10 +91,8 @@ BEGIN
             FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) WITH ORDINALITY AS x(p, o, sa, uk, i)
             ORDER BY x.p, x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
         ) f
-        JOIN pgsched.heads h ON h.partition_id = f.p AND h.ordering_id = f.o -- not on citus
-        JOIN unnest(fresh_ids) AS w(id) ON w.id = h.id; -- not on citus
-        /*citus -- Citus: the INSERT returned the keys, no statement to a worker.
-        JOIN unnest(fresh_o) AS w(o) ON w.o = f.o; */
+        JOIN pgsched.heads h ON h.partition_id = f.p AND h.ordering_id = f.o
+        JOIN unnest(fresh_ids) AS w(id) ON w.id = h.id;
     END IF;
 
     -- With the heads locked, the next statement's fresh snapshot sees every
@@ -260,7 +109,6 @@ BEGIN
             SELECT 1 FROM pgsched.completions c
             WHERE c.partition_id = u.p AND c.ordering_id = u.o AND c.scheduled_at = u.sa
               AND c.uniqueness_key = coalesce(u.uk, '') AND c.completed_at >= lo AND c.completed_at <= hi
-              /*citus AND c.partition_id = v_one*/
             LIMIT 1) c;
     END IF;
 
@@ -282,7 +130,7 @@ BEGIN
         USING unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) WITH ORDINALITY AS u(p, o, sa, uk, i)
         WHERE u.i IN (SELECT unnest(fresh)) AND u.i IN (SELECT unnest(done))
           AND h.partition_id = u.p AND h.ordering_id = u.o AND h.scheduled_at = u.sa
-          AND h.uniqueness_key = coalesce(u.uk, '') AND NOT h.running /*citus AND h.partition_id = v_one*/;
+          AND h.uniqueness_key = coalesce(u.uk, '') AND NOT h.running;
     END IF;
 
     -- Every other task of the batch: its key is an existing idle head
@@ -303,14 +151,13 @@ BEGIN
         SELECT c.*, h.ordering_id IS NOT NULL AS is_head, coalesce(h.running, false) AS head_running
         FROM cand c
         LEFT JOIN pgsched.heads h ON h.partition_id = c.p AND h.ordering_id = c.o
-                                 AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk /*citus AND h.partition_id = v_one*/
+                                 AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk
         WHERE NOT c.fresh
     ), hu AS (
         UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, revision = h.revision + 1, paused = false
         FROM rest r
-        WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o /*citus AND h.partition_id = v_one*/
+        WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o
         RETURNING h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key
-    -- not on citus: begin
     ), bl AS (
         INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
         SELECT r.p, r.o, r.sa, r.uk, r.k, r.pl, r.sa FROM rest r WHERE NOT r.is_head
@@ -334,83 +181,9 @@ BEGIN
         SELECT array_agg(x.partition_id) AS p, array_agg(x.ordering_id) AS o FROM bl x
     )
     SELECT res.results, st.p, st.o INTO results, settle_p, settle_o FROM res, st;
-    -- not on citus: end
-    /*citus -- Citus: the same in three steps, so that no statement has an INSERT
-    -- among its modifying CTEs (see finish_tasks): a statement routed whole
-    -- to the partition's shard overwrites the idle heads and returns the
-    -- results so far and the rows the backlog gets, the backlog's INSERT
-    -- follows (routed whole through partition_anchor, as the heads' above),
-    -- and the results are put together without a table.
-    ), kr AS (
-        SELECT c.p, c.o, c.sa, c.uk, 'inserted' AS r FROM cand c WHERE c.fresh
-        UNION ALL
-        SELECT r.p, r.o, r.sa, r.uk, NULL FROM rest r WHERE r.head_running
-        UNION ALL
-        SELECT x.partition_id, x.ordering_id, x.scheduled_at, x.uniqueness_key, 'updated' FROM hu x
-    )
-    SELECT coalesce(a.p, '{}'), coalesce(a.o, '{}'), coalesce(a.sa, '{}'), coalesce(a.uk, '{}'), coalesce(a.r, '{}'),
-           b.p, b.o, b.sa, b.uk, b.k, b.pl
-    INTO kr_p, kr_o, kr_sa, kr_uk, kr_r, nb_p, nb_o, nb_sa, nb_uk, nb_k, nb_pl
-    FROM (SELECT array_agg(kr.p) AS p, array_agg(kr.o::text) AS o, array_agg(kr.sa) AS sa, array_agg(kr.uk::text) AS uk,
-                 array_agg(kr.r) AS r FROM kr) a,
-         (SELECT array_agg(r.p ORDER BY r.p, r.o, r.sa, r.uk) AS p, array_agg(r.o::text ORDER BY r.p, r.o, r.sa, r.uk) AS o,
-                 array_agg(r.sa ORDER BY r.p, r.o, r.sa, r.uk) AS sa, array_agg(r.uk::text ORDER BY r.p, r.o, r.sa, r.uk) AS uk,
-                 array_agg(r.k ORDER BY r.p, r.o, r.sa, r.uk) AS k, array_agg(r.pl ORDER BY r.p, r.o, r.sa, r.uk) AS pl
-          FROM rest r WHERE NOT r.is_head) b;
-    IF nb_p IS NOT NULL THEN
-        nb_id := ARRAY(SELECT nextval('pgsched.task_id_seq') FROM generate_series(1, cardinality(nb_p)));
-        FOR q IN
-            INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at)
-            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now
-            FROM pgsched.partition_anchor a, unnest(nb_o, nb_sa, nb_uk, nb_k, nb_pl, nb_id) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, i)
-            WHERE a.partition_id = v_one
-            ORDER BY x.i
-            ON CONFLICT (partition_id, ordering_id, scheduled_at, uniqueness_key) DO UPDATE
-            SET kind = excluded.kind, payload = excluded.payload, revision = b.revision + 1
-            RETURNING b.partition_id, b.ordering_id, b.scheduled_at, b.uniqueness_key, (b.revision = 0) AS inserted
-        LOOP
-            kr_p := kr_p || q.partition_id;
-            kr_o := kr_o || q.ordering_id::text;
-            kr_sa := kr_sa || q.scheduled_at;
-            kr_uk := kr_uk || q.uniqueness_key::text;
-            kr_r := kr_r || CASE WHEN q.inserted THEN 'inserted' ELSE 'updated' END;
-            settle_p := settle_p || q.partition_id;
-            settle_o := settle_o || q.ordering_id::text;
-        END LOOP;
-        IF coalesce(cardinality(settle_p), 0) <> cardinality(nb_p) THEN
-            RAISE EXCEPTION 'pgsched: partition_anchor has no row for partition %', v_one USING ERRCODE = 'no_data_found';
-        END IF;
-    END IF;
-    SELECT array_agg(CASE WHEN u.completed THEN 'already_completed' ELSE kr.r END ORDER BY u.i) INTO results
-    FROM (SELECT x.i, x.p, x.o, x.sa, coalesce(x.uk, '') AS uk, x.i IN (SELECT unnest(done)) AS completed
-          FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) WITH ORDINALITY AS x(p, o, sa, uk, i)) u
-    LEFT JOIN unnest(kr_p, kr_o, kr_sa, kr_uk, kr_r) AS kr(p, o, sa, uk, r)
-           ON kr.p = u.p AND kr.o = u.o AND kr.sa = u.sa AND kr.uk = u.uk;
-    */
 
-    bad_at := array_position(results, NULL);
-    IF bad_at IS NOT NULL THEN
-        IF n > 1 THEN
-            where_ := format(' (batch item %s)', bad_at);
-        END IF;
-        RAISE EXCEPTION 'pgsched: task (%, %, %) is running and cannot be changed%',
-            ordering_ids[bad_at], scheduled_ats[bad_at], coalesce(uniqueness_keys[bad_at], ''), where_
-            USING ERRCODE = 'PGS03';
-    END IF;
-
-    IF done IS NOT NULL THEN
-        SELECT settle_p || array_agg(u.p), settle_o || array_agg(u.o) INTO settle_p, settle_o
-        FROM unnest(parts, ordering_ids) WITH ORDINALITY AS u(p, o, i) WHERE u.i IN (SELECT unnest(done));
-    END IF;
-    IF settle_p IS NOT NULL THEN
-        PERFORM pgsched.settle_heads(settle_p, settle_o);
-    END IF;
-
-    IF EXISTS (SELECT 1 FROM unnest(scheduled_ats, results) AS u(sa, r)
-               WHERE u.r <> 'already_completed' AND u.sa <= t_now + s.notify_horizon) THEN
-        PERFORM pg_notify('pgsched.due', '');
-    END IF;
-
+    PERFORM pgsched.schedule_settle(results, parts, ordering_ids, scheduled_ats, uniqueness_keys, done, settle_p, settle_o,
+                                    t_now + s.notify_horizon);
     RETURN results;
 END
 $$;

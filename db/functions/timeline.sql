@@ -15,6 +15,5 @@ RETURNS integer
 LANGUAGE sql
 STABLE
 AS $$
-SELECT ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::integer -- not on citus
-/*citus SELECT 0*/
+SELECT ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::integer
 $$;

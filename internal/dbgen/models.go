@@ -230,9 +230,9 @@ type PgschedRecurring struct {
 	Kind         string
 	Missed       string
 	Paused       bool
-	NextRunAt    interface{}
-	LastRunAt    time.Time
-	LastResult   string
+	NextRunAt    *time.Time
+	LastRunAt    *time.Time
+	LastResult   pgtype.Text
 	FailingSince *time.Time
 	Error        pgtype.Text
 	Payload      []byte

@@ -9,6 +9,19 @@ import (
 	"context"
 )
 
+const schemaDistributed = `-- name: SchemaDistributed :one
+SELECT (to_regprocedure('pgsched.citus_routes()') IS NOT NULL)::boolean AS distributed
+`
+
+// SchemaDistributed says whether the schema is distributed over Citus: the
+// migrator has then given it Citus's functions, citus_routes among them.
+func (q *Queries) SchemaDistributed(ctx context.Context, db DBTX) (bool, error) {
+	row := db.QueryRow(ctx, schemaDistributed)
+	var distributed bool
+	err := row.Scan(&distributed)
+	return distributed, err
+}
+
 const schemaVersion = `-- name: SchemaVersion :one
 SELECT coalesce(max(v.version_id), 0)::bigint AS version FROM pgsched.goose_db_version v
 `

@@ -28,7 +28,7 @@ type Hooks struct {
 // Config configures a Dispatcher. Every setting but ReconcileDelay must be
 // given: the defaults are the worker's (pgsched.WorkerConfig), set in one place.
 type Config struct {
-	Store *store.Store
+	Store store.Store
 	DB    store.DBTX
 	Node  *lease.Node
 	// Partitions returns the partitions this node may claim from now.

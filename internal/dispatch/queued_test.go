@@ -28,7 +28,7 @@ func TestQueuedGivenBackWhenTermEnds(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
-	st, err := store.New(db.Schema)
+	st, err := store.Open(ctx, db.Pool, db.Schema)
 	require.NoError(t, err)
 	client, err := pgsched.NewClient(db.Pool, pgsched.ClientConfig{Schema: db.Schema})
 	require.NoError(t, err)

@@ -108,7 +108,7 @@ type fixture struct {
 func start(t *testing.T) *fixture {
 	t.Helper()
 	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
-	st, err := store.New(db.Schema)
+	st, err := store.Open(context.Background(), db.Pool, db.Schema)
 	require.NoError(t, err)
 	c, err := pgsched.NewClient(db.Pool, pgsched.ClientConfig{Schema: db.Schema})
 	require.NoError(t, err)

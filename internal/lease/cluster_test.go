@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 
 type fixture struct {
 	db *pgtest.DB
-	st *store.Store
+	st store.Store
 }
 
 func newFixture(t *testing.T) fixture {

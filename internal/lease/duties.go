@@ -25,7 +25,7 @@ type DutiesState struct {
 // DutiesConfig configures a Duties watcher.
 type DutiesConfig struct {
 	Node  *Node
-	Store *store.Store
+	Store store.Store
 	DB    store.DBTX
 	// Interval between refreshes when nothing wakes the watcher. Defaults
 	// to 1s. A refresh is also due the moment a node this one backs up

@@ -29,7 +29,7 @@ type LeaderEvents struct {
 // LeaderConfig configures a Leader.
 type LeaderConfig struct {
 	Node  *Node
-	Store *store.Store
+	Store store.Store
 	DB    store.DBTX
 	// TTL of the leader lease. Defaults to the node's TTL.
 	TTL time.Duration

@@ -83,7 +83,7 @@ type NodeConfig struct {
 	// Instance tells this process from any other started with the same
 	// node id. Defaults to a random value.
 	Instance string
-	Store    *store.Store
+	Store    store.Store
 	DB       store.DBTX
 	// TTL of the lease. Defaults to 10s.
 	TTL time.Duration

@@ -20,7 +20,7 @@ type PlanEvents struct {
 
 // PlannerConfig configures a Planner.
 type PlannerConfig struct {
-	Store *store.Store
+	Store store.Store
 	DB    store.DBTX
 	// FlexDown is how long a node may stay down before the leader removes
 	// it and gives its partitions to live nodes. Defaults to 60s.

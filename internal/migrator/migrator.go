@@ -190,7 +190,7 @@ func (m *Migrator) Up(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrating %s up: %w", m.opts.Schema, err)
 	}
-	changed, err := m.applyObjects(ctx)
+	changed, citus, err := m.applyObjects(ctx)
 	if err != nil {
 		return fmt.Errorf("applying the functions and views of %s: %w", m.opts.Schema, err)
 	}
@@ -211,6 +211,22 @@ func (m *Migrator) Up(ctx context.Context) error {
 				"enqueue", m.opts.Schema+"_enqueue", "worker", m.opts.Schema+"_worker", "read", m.opts.Schema+"_read")
 		}
 	}
+	if citus {
+		if err := m.distribute(ctx); err != nil {
+			return err
+		}
+	}
+	if _, err := m.db.ExecContext(ctx, "SELECT "+pgx.Identifier{m.opts.Schema}.Sanitize()+".ensure_completion_partitions(now() - interval '1 day', 8)"); err != nil {
+		return fmt.Errorf("creating completion partitions in %s: %w", m.opts.Schema, err)
+	}
+	return nil
+}
+
+// distribute spreads the schema over Citus (what a later migration added,
+// when it is distributed already), gives each partition a shard of its
+// own and delegates the nodes' calls to the Citus workers; see
+// db/citus/functions/citus_*.sql.
+func (m *Migrator) distribute(ctx context.Context) error {
 	var distributed int
 	if err := m.db.QueryRowContext(ctx, "SELECT "+pgx.Identifier{m.opts.Schema}.Sanitize()+".citus_distribute($1)", m.opts.Citus).Scan(&distributed); err != nil {
 		return fmt.Errorf("distributing %s over Citus: %w", m.opts.Schema, err)
@@ -228,9 +244,6 @@ func (m *Migrator) Up(ctx context.Context) error {
 	}
 	if delegated > 0 {
 		m.opts.Logger.Info("functions distributed over Citus", "schema", m.opts.Schema, "functions", delegated)
-	}
-	if _, err := m.db.ExecContext(ctx, "SELECT "+pgx.Identifier{m.opts.Schema}.Sanitize()+".ensure_completion_partitions(now() - interval '1 day', 8)"); err != nil {
-		return fmt.Errorf("creating completion partitions in %s: %w", m.opts.Schema, err)
 	}
 	return nil
 }

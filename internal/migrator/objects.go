@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -37,80 +37,69 @@ import (
 // dropped after. Views are dropped and created again, in an order their
 // dependencies allow.
 
-// On a schema distributed over Citus (migrate -citus) the functions are
-// built for Citus from the same files: a comment /*citus ...*/ becomes its
-// text (the filters that name one partition in each statement, so Citus
-// routes it to the worker holding it, and the branch that splits a call
-// spanning partitions), and a line ending in "-- not on citus" goes, as
-// do the lines from "-- not on citus: begin" to "-- not on citus: end".
-// On one PostgreSQL the comments are only comments: the single-node
-// functions run as written.
-var citusComment = regexp.MustCompile(`(?s)/\*citus (.*?)\*/`)
+// On a schema distributed over Citus (migrate -citus, or a schema whose
+// heads is distributed) the Citus tree, db/citus, comes on top: a file of
+// db/citus/functions or db/citus/views replaces the file of the same name
+// (a function Citus needs written otherwise: each statement naming one
+// partition, so Citus routes it whole to the worker holding it, and a
+// call spanning partitions split into one per partition) or adds one only
+// Citus has (distribution, delegated calls, placement); then
+// db/citus/custom_plans.sql alters the functions Citus must plan per call.
+// Each variant is a whole file: what runs is what a reader sees.
+
+// kind is what an object's file holds.
+type kind int
 
 const (
-	notOnCitus      = "-- not on citus"
-	notOnCitusBegin = "-- not on citus: begin"
-	notOnCitusEnd   = "-- not on citus: end"
+	function kind = iota // a function and its overloads
+	after                // statements run once the functions are in place
+	view
 )
 
-// forCitus is a file's SQL as Citus runs it.
-func forCitus(sql string) string {
-	sql = citusComment.ReplaceAllString(sql, "$1")
-	lines := strings.Split(sql, "\n")
-	out := lines[:0]
-	skipping := false
-	for _, l := range lines {
-		t := strings.TrimSpace(l)
-		switch {
-		case t == notOnCitusBegin:
-			skipping = true
-		case t == notOnCitusEnd:
-			skipping = false
-		case skipping, strings.HasSuffix(t, notOnCitus):
-		default:
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
-}
-
-// object is one file of db/functions or db/views, rewritten for a schema.
+// object is one file of db/functions, db/views or db/citus, rewritten for
+// a schema.
 type object struct {
 	name string // the function's or view's name: the file's base name
-	view bool
+	kind kind
+	file string // its path under db/, for errors
 	sql  string
 }
 
 // objects reads the embedded functions and views, rewritten for schema
-// (and for Citus), functions first, each group in name order.
+// (and, for Citus, the Citus tree on top), functions first, each group in
+// name order.
 func objects(schema string, citus bool) ([]object, error) {
 	var out []object
-	for _, dir := range []string{"functions", "views"} {
-		names, err := fs.Glob(db.Objects, dir+"/*.sql")
-		if err != nil {
-			return nil, err
+	for _, k := range []kind{function, after, view} {
+		byName := map[string]object{}
+		trees := []string{""}
+		if citus {
+			trees = append(trees, "citus/")
 		}
-		slices.Sort(names)
-		for _, n := range names {
-			b, err := fs.ReadFile(db.Objects, n)
+		for _, tree := range trees {
+			pattern := map[kind]string{function: "functions/*.sql", view: "views/*.sql", after: "custom_plans.sql"}[k]
+			names, err := fs.Glob(db.Objects, tree+pattern)
 			if err != nil {
 				return nil, err
 			}
-			// A view's file name starts with a number that orders it after
-			// the views it reads (sqlc reads them in name order too).
-			name := strings.TrimSuffix(path.Base(n), ".sql")
-			if i := strings.IndexByte(name, '_'); dir == "views" && i > 0 && strings.Trim(name[:i], "0123456789") == "" {
-				name = name[i+1:]
+			for _, n := range names {
+				b, err := fs.ReadFile(db.Objects, n)
+				if err != nil {
+					return nil, err
+				}
+				// A view's file name starts with a number that orders it
+				// after the views it reads (sqlc reads them in name order
+				// too).
+				name := strings.TrimSuffix(path.Base(n), ".sql")
+				order := name
+				if i := strings.IndexByte(name, '_'); k == view && i > 0 && strings.Trim(name[:i], "0123456789") == "" {
+					name = name[i+1:]
+				}
+				byName[order] = object{name: name, kind: k, file: "db/" + n, sql: sqlschema.Rewrite(string(b), schema)}
 			}
-			text := string(b)
-			if citus {
-				text = forCitus(text)
-			}
-			out = append(out, object{
-				name: name,
-				view: dir == "views",
-				sql:  sqlschema.Rewrite(text, schema),
-			})
+		}
+		for _, order := range slices.Sorted(maps.Keys(byName)) {
+			out = append(out, byName[order])
 		}
 	}
 	return out, nil
@@ -119,7 +108,7 @@ func objects(schema string, citus bool) ([]object, error) {
 func checksum(objs []object) string {
 	h := sha256.New()
 	for _, o := range objs {
-		fmt.Fprintf(h, "%t %s %d\n%s", o.view, o.name, len(o.sql), o.sql)
+		fmt.Fprintf(h, "%d %s %d\n%s", o.kind, o.name, len(o.sql), o.sql)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -140,74 +129,81 @@ func (m *Migrator) distributed(ctx context.Context) (bool, error) {
 	return citus, err
 }
 
-// applyObjects brings the schema's functions and views up to the files.
-func (m *Migrator) applyObjects(ctx context.Context) (changed bool, err error) {
-	citus, err := m.distributed(ctx)
+// applyObjects brings the schema's functions and views up to the files;
+// citus says whether they were Citus's.
+func (m *Migrator) applyObjects(ctx context.Context) (changed, citus bool, err error) {
+	citus, err = m.distributed(ctx)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	objs, err := objects(m.opts.Schema, citus)
 	if err != nil {
-		return false, fmt.Errorf("reading the embedded functions and views: %w", err)
+		return false, citus, fmt.Errorf("reading the embedded functions and views: %w", err)
 	}
 	sum := checksum(objs)
 	schema := pgx.Identifier{m.opts.Schema}.Sanitize()
 	tx, err := m.db.BeginTx(ctx, nil)
 	if err != nil {
-		return false, err
+		return false, citus, err
 	}
 	defer func() { _ = tx.Rollback() }()
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", lockID(m.opts.Schema)); err != nil {
-		return false, err
+		return false, citus, err
 	}
 	// Under the lock: a newer build may have migrated since Up looked.
 	if err := m.checkNotNewer(ctx, tx); err != nil {
-		return false, err
+		return false, citus, err
 	}
 	// As pg_dump does: a function's body may call one created after it.
 	if _, err := tx.ExecContext(ctx, "SET LOCAL check_function_bodies = off"); err != nil {
-		return false, err
+		return false, citus, err
 	}
 	var current string
 	err = tx.QueryRowContext(ctx, "SELECT checksum FROM "+schema+".sql_objects").Scan(&current)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return false, err
+		return false, citus, err
 	}
 	if current == sum {
-		return false, tx.Commit()
+		return false, citus, tx.Commit()
 	}
 	if err := dropViews(ctx, tx, m.opts.Schema); err != nil {
-		return false, err
+		return false, citus, err
 	}
 	before, err := functionVersions(ctx, tx, m.opts.Schema)
 	if err != nil {
-		return false, err
+		return false, citus, err
 	}
 	var views []object
 	for _, o := range objs {
-		if o.view {
+		switch o.kind {
+		case view:
 			views = append(views, o)
-			continue
-		}
-		if err := createFunction(ctx, tx, m.opts.Schema, o); err != nil {
-			return false, err
+		case after:
+			if err := inSavepoint(ctx, tx, o.sql); err != nil {
+				return false, citus, fmt.Errorf("%s: %w", o.file, err)
+			}
+		default:
+			if err := createFunction(ctx, tx, m.opts.Schema, o); err != nil {
+				return false, citus, err
+			}
 		}
 	}
 	if err := dropStaleFunctions(ctx, tx, m.opts.Schema, before); err != nil {
-		return false, err
+		return false, citus, err
 	}
 	if err := createViews(ctx, tx, views); err != nil {
-		return false, err
+		return false, citus, err
 	}
 	if _, err := tx.ExecContext(ctx, "INSERT INTO "+schema+".sql_objects (checksum) VALUES ($1) "+
 		"ON CONFLICT (singleton) DO UPDATE SET checksum = excluded.checksum, applied_at = now()", sum); err != nil {
-		return false, err
+		return false, citus, err
 	}
 	if err := tx.Commit(); err != nil {
-		return false, err
+		return false, citus, err
 	}
-	m.opts.Logger.Info("functions and views applied", "schema", m.opts.Schema, "functions", len(objs)-len(views), "views", len(views))
-	return true, nil
+	m.opts.Logger.Info("functions and views applied", "schema", m.opts.Schema, "functions", len(objs)-len(views), "views", len(views),
+		"citus", citus)
+	return true, citus, nil
 }
 
 // createFunction runs a function's file. A function whose return type
@@ -221,7 +217,7 @@ func createFunction(ctx context.Context, tx *sql.Tx, schema string, o object) er
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("function %s (db/functions/%s.sql): %w", o.name, o.name, err)
+		return fmt.Errorf("function %s (%s): %w", o.name, o.file, err)
 	}
 	return nil
 }
@@ -291,7 +287,7 @@ func createViews(ctx context.Context, tx *sql.Tx, views []object) error {
 			case code(err) == "42P01":
 				later, lastErr = append(later, v), err
 			default:
-				return fmt.Errorf("view %s (db/views/%s.sql): %w", v.name, v.name, err)
+				return fmt.Errorf("view %s (%s): %w", v.name, v.file, err)
 			}
 		}
 		if len(later) == len(views) {

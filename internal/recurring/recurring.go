@@ -65,7 +65,7 @@ type Events struct {
 
 // Materializer creates the ticks of due schedules.
 type Materializer struct {
-	Store   *store.Store
+	Store   store.Store
 	DB      store.DBTX
 	Horizon time.Duration
 	Logger  *slog.Logger

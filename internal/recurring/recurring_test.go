@@ -50,7 +50,7 @@ func (l *logBuf) count(parts ...string) int {
 
 type bundle struct {
 	db   *pgtest.DB
-	st   *store.Store
+	st   store.Store
 	logs *logBuf
 	m    *recurring.Materializer
 }

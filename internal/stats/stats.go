@@ -86,7 +86,7 @@ func (r *Recorder) giveBack(s store.Stats) {
 // current minute. On failure the counts are kept for the next flush (so a
 // write that committed but whose answer was lost counts twice: the
 // history may overstate, it never drops an outcome).
-func (r *Recorder) Flush(ctx context.Context, st *store.Store, db store.DBTX, node string) error {
+func (r *Recorder) Flush(ctx context.Context, st store.Store, db store.DBTX, node string) error {
 	r.flushing.Lock()
 	defer r.flushing.Unlock()
 	s := r.take()
@@ -104,7 +104,7 @@ func (r *Recorder) Flush(ctx context.Context, st *store.Store, db store.DBTX, no
 // the leader's round, not in it: a count reads every task, and over tens
 // of millions that takes longer than a lease, which the round must renew.
 type Counter struct {
-	Store *store.Store
+	Store store.Store
 	DB    store.DBTX
 	// Interval is the time between counts; a count that takes long
 	// stretches it to Busy times its duration, so counting never takes

@@ -2,25 +2,29 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/pgsched/pgsched/internal/dbgen"
 )
 
-// On a schema distributed over Citus a worker node's claims, finishes and
-// due-partition reads go to the Citus workers holding the partitions, one
-// call per Citus worker: pgsched.claim_due_on, finish_tasks_on and
+// Citus is the Store of a schema distributed over Citus. It runs what PG
+// runs, but for a worker node's claims, finishes and due-partition reads,
+// which go to the Citus workers holding the partitions, one call per
+// Citus worker: pgsched.claim_due_on, finish_tasks_on and
 // queue_next_due_on are delegated functions there (see
-// db/functions/citus_delegate.sql), so the coordinator routes the call
-// instead of running its PL/pgSQL and routing each statement itself, and
-// the call commits on that worker alone. The store learns where each
+// db/citus/functions/citus_delegate.sql), so the coordinator routes the
+// call instead of running its PL/pgSQL and routing each statement itself,
+// and the call commits on that worker alone. It learns where each
 // partition lives from pgsched.citus_routes and reads it again every
 // placementTTL; a partition moved meanwhile is still served, through the
-// worker the call went to. On one PostgreSQL the lookup finds no rows and
-// the single-node statements run as before; so it does on a Citus schema
-// not yet migrated to delegated calls.
+// worker the call went to. While the lookup finds no rows (a schema not
+// yet migrated to delegated calls), and inside a transaction (Citus
+// delegates no call there), the coordinator runs the calls as PG does.
 //
 // On the workers the calls read the workers' clocks: a claim checks the
 // node's lease, written with the coordinator's clock, against the worker's
@@ -38,28 +42,137 @@ import (
 // placementTTL is how long a read of the partitions' Citus workers is used.
 const placementTTL = 30 * time.Second
 
+// Citus is the Store of a schema distributed over Citus (see above).
+type Citus struct {
+	*PG
+	mu  sync.Mutex // one placement read at a time
+	cur atomic.Pointer[placement]
+}
+
+// NewCitus returns the Store of a schema distributed over Citus.
+func NewCitus(schema string) (*Citus, error) {
+	pg, err := New(schema)
+	if err != nil {
+		return nil, err
+	}
+	return &Citus{PG: pg}, nil
+}
+
 // placement is where each partition's shard lives, as read at read.
 type placement struct {
 	read   time.Time
 	worker map[int32]string // empty: not distributed over Citus
 }
 
-// citusPlacement caches the placement for a Store.
-type citusPlacement struct {
-	mu  sync.Mutex // one read at a time
-	cur atomic.Pointer[placement]
+// Claim is PG.Claim, one transaction per Citus worker holding the
+// partitions, each delegated to its worker, in the order each worker's
+// first partition comes in the list. When a later call fails, the earlier
+// ones have committed: their tasks are returned with the error, and are
+// the node's to run.
+func (s *Citus) Claim(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int, ahead time.Duration) ([]Claimed, error) {
+	jobs, _, err := s.ClaimFrom(ctx, db, node, epoch, partitions, max, ahead)
+	return jobs, err
+}
+
+// ClaimFrom is Claim that also returns the partitions the claim did not
+// reach: once max tasks are claimed the workers not yet called are not,
+// and their partitions are unreached wherever they stand in the list.
+func (s *Citus) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int,
+	ahead time.Duration) (jobs []Claimed, unreached []int32, err error) {
+	groups := s.byWorker(ctx, db, partitions)
+	if groups == nil {
+		return s.PG.ClaimFrom(ctx, db, node, epoch, partitions, max, ahead)
+	}
+	for gi, g := range groups {
+		parts := pick(partitions, g)
+		if len(jobs) >= max {
+			for _, rest := range groups[gi:] {
+				unreached = append(unreached, pick(partitions, rest)...)
+			}
+			break
+		}
+		rows, err := s.q.TaskClaimDueOn(ctx, s.db(db), dbgen.TaskClaimDueOnParams{
+			Anchor: parts[0], NodeID: node, Epoch: epoch, PartitionIds: parts, MaxTasks: sqlCount(max - len(jobs)), AheadSeconds: ahead.Seconds(),
+		})
+		if err != nil {
+			return jobs, nil, fmt.Errorf("claiming on the Citus worker of partition %d: %w", parts[0], err)
+		}
+		for _, r := range rows {
+			jobs = append(jobs, claimedRow(dbgen.TaskClaimDueRow(r)))
+		}
+	}
+	return jobs, unreached, nil
+}
+
+// Finish is PG.Finish, one statement per Citus worker holding the tasks,
+// each delegated to its worker and committed there; successors handed
+// over count against one budget, hand.Max. When a later call fails, the
+// earlier ones have committed: Finish then returns what they did with the
+// error, and the outcomes not among its Applied are the ones to try again.
+func (s *Citus) Finish(ctx context.Context, db DBTX, node string, epoch int64, outs []Outcome, hand Handover) (Finished, error) {
+	parts := make([]int32, len(outs))
+	for i, o := range outs {
+		parts[i] = int32(o.Partition)
+	}
+	groups := s.byWorker(ctx, db, parts)
+	if groups == nil {
+		return s.PG.Finish(ctx, db, node, epoch, outs, hand)
+	}
+	var f Finished
+	for _, g := range groups {
+		arg := finishParams(node, epoch, pick(outs, g), hand)
+		rows, err := s.q.TaskFinishOn(ctx, s.db(db), dbgen.TaskFinishOnParams{
+			Anchor: arg.PartitionIds[0], NodeID: arg.NodeID, Epoch: arg.Epoch, PartitionIds: arg.PartitionIds,
+			OrderingIds: arg.OrderingIds, TaskIds: arg.TaskIds, ClaimedAts: arg.ClaimedAts, Outcomes: arg.Outcomes,
+			RetryDelays: arg.RetryDelays, Errors: arg.Errors, ChainMax: arg.ChainMax, ChainPartitions: arg.ChainPartitions,
+			ChainLimit: arg.ChainLimit,
+		})
+		if err != nil {
+			return f, fmt.Errorf("finishing on the Citus worker of partition %d: %w", arg.PartitionIds[0], err)
+		}
+		rs := make([]dbgen.TaskFinishRow, len(rows))
+		for i, r := range rows {
+			rs[i] = dbgen.TaskFinishRow(r)
+		}
+		part := finished(rs)
+		f.Applied = append(f.Applied, part.Applied...)
+		f.HandedOver = append(f.HandedOver, part.HandedOver...)
+		f.Claimable += part.Claimable
+		hand.Max = max(hand.Max-len(part.HandedOver), 0)
+	}
+	return f, nil
+}
+
+// NextDue is PG.NextDue, a call per Citus worker holding the partitions.
+func (s *Citus) NextDue(ctx context.Context, db DBTX, partitions []int32) ([]DuePartition, error) {
+	groups := s.byWorker(ctx, db, partitions)
+	if groups == nil {
+		return s.PG.NextDue(ctx, db, partitions)
+	}
+	var rows []dbgen.QueueNextDueRow
+	for _, g := range groups {
+		parts := pick(partitions, g)
+		rs, err := s.q.QueueNextDueOn(ctx, s.db(db), dbgen.QueueNextDueOnParams{Anchor: parts[0], PartitionIds: parts})
+		if err != nil {
+			return nil, fmt.Errorf("reading due partitions on the Citus worker of partition %d: %w", parts[0], err)
+		}
+		for _, r := range rs {
+			rows = append(rows, dbgen.QueueNextDueRow(r))
+		}
+	}
+	return dueRows(rows), nil
 }
 
 // byWorker splits positions of partitions into groups, one per Citus
 // worker holding them, in the order each worker first appears. It returns
-// nil when the schema is not distributed over Citus, and when db is a
-// transaction: Citus delegates no call inside one, and a failed lookup
-// must not abort the caller's transaction.
-func (s *Store) byWorker(ctx context.Context, db DBTX, partitions []int32) [][]int {
+// nil while no placement is known, and when db is a transaction: Citus
+// delegates no call inside one, and a failed lookup must not abort the
+// caller's transaction.
+func (s *Citus) byWorker(ctx context.Context, db DBTX, partitions []int32) [][]int {
 	if _, tx := db.(pgx.Tx); tx || len(partitions) == 0 {
 		return nil
 	}
-	p := s.citus.cur.Load()
+	p := s.cur.Load()
 	if p == nil || time.Since(p.read) > placementTTL {
 		p = s.readPlacement(ctx, db, p)
 	}
@@ -85,10 +198,10 @@ func (s *Store) byWorker(ctx context.Context, db DBTX, partitions []int32) [][]i
 // was current. A failed read is not the call's failure: the previous
 // placement (or none, and the call goes through the coordinator, which
 // serves every partition too) is used for another second.
-func (s *Store) readPlacement(ctx context.Context, db DBTX, old *placement) *placement {
-	s.citus.mu.Lock()
-	defer s.citus.mu.Unlock()
-	if cur := s.citus.cur.Load(); cur != old {
+func (s *Citus) readPlacement(ctx context.Context, db DBTX, old *placement) *placement {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur := s.cur.Load(); cur != old {
 		return cur
 	}
 	next := &placement{read: time.Now()}
@@ -104,7 +217,7 @@ func (s *Store) readPlacement(ctx context.Context, db DBTX, old *placement) *pla
 			next.worker[r.PartitionID] = r.Worker
 		}
 	}
-	s.citus.cur.Store(next)
+	s.cur.Store(next)
 	return next
 }
 

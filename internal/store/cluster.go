@@ -24,21 +24,21 @@ type Duty struct {
 
 // AssignChannel is the LISTEN/NOTIFY channel announcing cluster changes:
 // leadership, joins and leaves, new assignments.
-func (s *Store) AssignChannel() string { return s.rw.Schema() + ".assign" }
+func (s *PG) AssignChannel() string { return s.rw.Schema() + ".assign" }
 
 // LeaderAcquire takes or renews the leader lease and returns the term held,
 // 0 when another node leads.
-func (s *Store) LeaderAcquire(ctx context.Context, db DBTX, nodeID string, epoch int64, ttl time.Duration) (int64, error) {
+func (s *PG) LeaderAcquire(ctx context.Context, db DBTX, nodeID string, epoch int64, ttl time.Duration) (int64, error) {
 	return s.q.LeaderAcquire(ctx, s.db(db), dbgen.LeaderAcquireParams{NodeID: nodeID, Epoch: epoch, TtlSeconds: ttl.Seconds()})
 }
 
 // LeaderResign gives up the leader lease if this node (and epoch) holds it.
-func (s *Store) LeaderResign(ctx context.Context, db DBTX, nodeID string, epoch int64) (bool, error) {
+func (s *PG) LeaderResign(ctx context.Context, db DBTX, nodeID string, epoch int64) (bool, error) {
 	return s.q.LeaderResign(ctx, s.db(db), dbgen.LeaderResignParams{NodeID: nodeID, Epoch: epoch})
 }
 
 // Members lists every registered node.
-func (s *Store) Members(ctx context.Context, db DBTX) ([]Member, error) {
+func (s *PG) Members(ctx context.Context, db DBTX) ([]Member, error) {
 	rows, err := s.q.ClusterMembers(ctx, s.db(db))
 	if err != nil {
 		return nil, err
@@ -52,7 +52,7 @@ func (s *Store) Members(ctx context.Context, db DBTX) ([]Member, error) {
 
 // PartitionOwners returns the owner of every partition, indexed by
 // partition ("" where unassigned).
-func (s *Store) PartitionOwners(ctx context.Context, db DBTX) ([]string, error) {
+func (s *PG) PartitionOwners(ctx context.Context, db DBTX) ([]string, error) {
 	rows, err := s.q.PartitionOwners(ctx, s.db(db))
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func (s *Store) PartitionOwners(ctx context.Context, db DBTX) ([]string, error) 
 }
 
 // Backups returns node -> backup node.
-func (s *Store) Backups(ctx context.Context, db DBTX) (map[string]string, error) {
+func (s *PG) Backups(ctx context.Context, db DBTX) (map[string]string, error) {
 	rows, err := s.q.BackupsList(ctx, s.db(db))
 	if err != nil {
 		return nil, err
@@ -82,7 +82,7 @@ func (s *Store) Backups(ctx context.Context, db DBTX) (map[string]string, error)
 // Assign writes a leader's plan: owners[i] owns partition i, and
 // backups[node] backs up node. It returns false, changing nothing, unless
 // (nodeID, epoch) holds the leader lease.
-func (s *Store) Assign(ctx context.Context, db DBTX, nodeID string, epoch int64, owners []string, backups map[string]string) (bool, error) {
+func (s *PG) Assign(ctx context.Context, db DBTX, nodeID string, epoch int64, owners []string, backups map[string]string) (bool, error) {
 	ids := make([]int32, len(owners))
 	for i := range owners {
 		ids[i] = int32(i)
@@ -100,13 +100,13 @@ func (s *Store) Assign(ctx context.Context, db DBTX, nodeID string, epoch int64,
 // Deplete removes the nodes whose lease ended more than flexDown ago (their
 // running tasks go back to their queues first). Leader only; returns the
 // removed ids.
-func (s *Store) Deplete(ctx context.Context, db DBTX, nodeID string, epoch int64, flexDown time.Duration) ([]string, error) {
+func (s *PG) Deplete(ctx context.Context, db DBTX, nodeID string, epoch int64, flexDown time.Duration) ([]string, error) {
 	return s.q.NodesDeplete(ctx, s.db(db), dbgen.NodesDepleteParams{NodeID: nodeID, Epoch: epoch, FlexDownSeconds: flexDown.Seconds()})
 }
 
 // Duties returns the partitions nodeID serves now, as pgsched.partitions
 // shows them.
-func (s *Store) Duties(ctx context.Context, db DBTX, nodeID string) ([]Duty, error) {
+func (s *PG) Duties(ctx context.Context, db DBTX, nodeID string) ([]Duty, error) {
 	rows, err := s.q.NodeDuties(ctx, s.db(db), nodeID)
 	if err != nil {
 		return nil, err
@@ -120,23 +120,23 @@ func (s *Store) Duties(ctx context.Context, db DBTX, nodeID string) ([]Duty, err
 
 // ExpiredUnserved returns the nodes whose lease expired and that no serving
 // node stands in for.
-func (s *Store) ExpiredUnserved(ctx context.Context, db DBTX) ([]string, error) {
+func (s *PG) ExpiredUnserved(ctx context.Context, db DBTX) ([]string, error) {
 	return s.q.NodesExpiredUnserved(ctx, s.db(db))
 }
 
 // StandIns returns the down nodes nodeID stands in for.
-func (s *Store) StandIns(ctx context.Context, db DBTX, nodeID string) ([]string, error) {
+func (s *PG) StandIns(ctx context.Context, db DBTX, nodeID string) ([]string, error) {
 	return s.q.NodeStandIns(ctx, s.db(db), nodeID)
 }
 
 // NotifyCluster wakes the leader and every node's assignment watcher.
-func (s *Store) NotifyCluster(ctx context.Context, db DBTX) error {
+func (s *PG) NotifyCluster(ctx context.Context, db DBTX) error {
 	return s.q.ClusterNotify(ctx, s.db(db))
 }
 
 // BackedUp returns the nodes nodeID backs up, each with the time until its
 // lease ends (negative: ended, or the node deregistered).
-func (s *Store) BackedUp(ctx context.Context, db DBTX, nodeID string) (map[string]time.Duration, error) {
+func (s *PG) BackedUp(ctx context.Context, db DBTX, nodeID string) (map[string]time.Duration, error) {
 	rows, err := s.q.NodeBackedUp(ctx, s.db(db), nodeID)
 	if err != nil {
 		return nil, err

@@ -16,32 +16,32 @@ type (
 )
 
 // ConsoleNodes lists the nodes (the cluster view).
-func (s *Store) ConsoleNodes(ctx context.Context, db DBTX) ([]ConsoleNode, error) {
+func (s *PG) ConsoleNodes(ctx context.Context, db DBTX) ([]ConsoleNode, error) {
 	rows, err := s.q.ConsoleNodes(ctx, s.db(db))
 	return rows, translate(err)
 }
 
 // ConsolePartitions lists each partition's owner and who serves it.
-func (s *Store) ConsolePartitions(ctx context.Context, db DBTX) ([]ConsolePartition, error) {
+func (s *PG) ConsolePartitions(ctx context.Context, db DBTX) ([]ConsolePartition, error) {
 	rows, err := s.q.ConsolePartitions(ctx, s.db(db))
 	return rows, translate(err)
 }
 
 // ConsoleKinds counts tasks per kind and state.
-func (s *Store) ConsoleKinds(ctx context.Context, db DBTX) ([]ConsoleKind, error) {
+func (s *PG) ConsoleKinds(ctx context.Context, db DBTX) ([]ConsoleKind, error) {
 	rows, err := s.q.ConsoleKinds(ctx, s.db(db))
 	return rows, translate(err)
 }
 
 // ConsoleLateness is how long, in seconds, the longest-waiting due head
 // has waited (0 when none is due).
-func (s *Store) ConsoleLateness(ctx context.Context, db DBTX) (float64, error) {
+func (s *PG) ConsoleLateness(ctx context.Context, db DBTX) (float64, error) {
 	v, err := s.q.ConsoleLateness(ctx, s.db(db))
 	return v, translate(err)
 }
 
 // ConsoleDead lists the newest dead tasks, of kind when given.
-func (s *Store) ConsoleDead(ctx context.Context, db DBTX, kind string, max int) ([]ConsoleDead, error) {
+func (s *PG) ConsoleDead(ctx context.Context, db DBTX, kind string, max int) ([]ConsoleDead, error) {
 	rows, err := s.q.ConsoleDead(ctx, s.db(db), dbgen.ConsoleDeadParams{
 		Kind: text(kind), MaxRows: int32(max)})
 	return rows, translate(err)
@@ -54,13 +54,13 @@ type (
 )
 
 // ConsoleDeadTask is the dead task id, if it is dead.
-func (s *Store) ConsoleDeadTask(ctx context.Context, db DBTX, id int64) ([]ConsoleDeadTask, error) {
+func (s *PG) ConsoleDeadTask(ctx context.Context, db DBTX, id int64) ([]ConsoleDeadTask, error) {
 	rows, err := s.q.ConsoleDeadTask(ctx, s.db(db), id)
 	return rows, translate(err)
 }
 
 // ConsoleTaskKey finds a key pending, running, completed or dead.
-func (s *Store) ConsoleTaskKey(ctx context.Context, db DBTX, k Key) ([]ConsoleKeyRow, error) {
+func (s *PG) ConsoleTaskKey(ctx context.Context, db DBTX, k Key) ([]ConsoleKeyRow, error) {
 	rows, err := s.q.ConsoleTaskKey(ctx, s.db(db), dbgen.ConsoleTaskKeyParams{
 		OrderingID: k.OrderingID, ScheduledAt: k.ScheduledAt, UniquenessKey: k.UniquenessKey})
 	return rows, translate(err)
@@ -70,7 +70,7 @@ func (s *Store) ConsoleTaskKey(ctx context.Context, db DBTX, k Key) ([]ConsoleKe
 // an ordering_id's in run order (of kind and state when given), running
 // ones oldest claim first, or the first in key order, of kind and state
 // when given.
-func (s *Store) ConsoleTasks(ctx context.Context, db DBTX, orderingID, kind, state string, max int) ([]Listed, error) {
+func (s *PG) ConsoleTasks(ctx context.Context, db DBTX, orderingID, kind, state string, max int) ([]Listed, error) {
 	var out []Listed
 	switch {
 	case orderingID != "":
@@ -97,7 +97,7 @@ func (s *Store) ConsoleTasks(ctx context.Context, db DBTX, orderingID, kind, sta
 }
 
 // ConsoleNow is the database's time (a page's "as of").
-func (s *Store) ConsoleNow(ctx context.Context, db DBTX) (time.Time, error) {
+func (s *PG) ConsoleNow(ctx context.Context, db DBTX) (time.Time, error) {
 	t, err := s.q.ConsoleNow(ctx, s.db(db))
 	return t, translate(err)
 }

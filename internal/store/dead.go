@@ -32,28 +32,28 @@ func (f DeadFilter) args() (kind, orderingID pgtype.Text, after, before *time.Ti
 
 // RetryDead puts a dead task back in line (see pgsched.retry_dead_ids) and
 // reports whether there was one with that id.
-func (s *Store) RetryDead(ctx context.Context, db DBTX, id int64) (int, error) {
+func (s *PG) RetryDead(ctx context.Context, db DBTX, id int64) (int, error) {
 	n, err := s.q.DeadRetry(ctx, s.db(db), id)
 	return int(n), translate(err)
 }
 
 // RetryDeadWhere puts every dead task f selects back in line, in one
 // statement, and returns how many.
-func (s *Store) RetryDeadWhere(ctx context.Context, db DBTX, f DeadFilter) (int, error) {
+func (s *PG) RetryDeadWhere(ctx context.Context, db DBTX, f DeadFilter) (int, error) {
 	kind, oid, after, before := f.args()
 	n, err := s.q.DeadRetryWhere(ctx, s.db(db), dbgen.DeadRetryWhereParams{Kind: kind, OrderingID: oid, DiedAfter: after, DiedBefore: before})
 	return int(n), translate(err)
 }
 
 // DeleteDead deletes a dead task and reports whether there was one.
-func (s *Store) DeleteDead(ctx context.Context, db DBTX, id int64) (int, error) {
+func (s *PG) DeleteDead(ctx context.Context, db DBTX, id int64) (int, error) {
 	n, err := s.q.DeadDelete(ctx, s.db(db), id)
 	return int(n), translate(err)
 }
 
 // DeleteDeadWhere deletes every dead task f selects, in one statement,
 // and returns how many.
-func (s *Store) DeleteDeadWhere(ctx context.Context, db DBTX, f DeadFilter) (int, error) {
+func (s *PG) DeleteDeadWhere(ctx context.Context, db DBTX, f DeadFilter) (int, error) {
 	kind, oid, after, before := f.args()
 	n, err := s.q.DeadDeleteWhere(ctx, s.db(db), dbgen.DeadDeleteWhereParams{Kind: kind, OrderingID: oid, DiedAfter: after, DiedBefore: before})
 	return int(n), translate(err)

@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -19,13 +18,7 @@ type Claimed = pgschedtype.Job
 // the order given, for the node (node, epoch), in one transaction. Nothing is
 // claimed when the node's lease is not live. Tasks due within ahead are
 // claimed too; their RunAt is after their ClaimedAt.
-//
-// On Citus it is one transaction per Citus worker holding the partitions
-// (see citus.go), each delegated to its worker, in the order each worker's
-// first partition comes in the list. When a later call fails, the earlier
-// ones have committed: their tasks are returned with the error, and are
-// the node's to run.
-func (s *Store) Claim(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int, ahead time.Duration) ([]Claimed, error) {
+func (s *PG) Claim(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int, ahead time.Duration) ([]Claimed, error) {
 	jobs, _, err := s.ClaimFrom(ctx, db, node, epoch, partitions, max, ahead)
 	return jobs, err
 }
@@ -33,32 +26,9 @@ func (s *Store) Claim(ctx context.Context, db DBTX, node string, epoch int64, pa
 // ClaimFrom is Claim that also returns the partitions the claim did not
 // reach. On one server there are none: the claim takes the partitions in
 // the order given until it has max tasks, so a partition before the last
-// one that gave tasks ran dry. On Citus, once max tasks are claimed the
-// workers not yet called are not, and their partitions are unreached
-// wherever they stand in the list.
-func (s *Store) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int,
+// one that gave tasks ran dry.
+func (s *PG) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int,
 	ahead time.Duration) (jobs []Claimed, unreached []int32, err error) {
-	if groups := s.byWorker(ctx, db, partitions); groups != nil {
-		for gi, g := range groups {
-			parts := pick(partitions, g)
-			if len(jobs) >= max {
-				for _, rest := range groups[gi:] {
-					unreached = append(unreached, pick(partitions, rest)...)
-				}
-				break
-			}
-			rows, err := s.q.TaskClaimDueOn(ctx, s.db(db), dbgen.TaskClaimDueOnParams{
-				Anchor: parts[0], NodeID: node, Epoch: epoch, PartitionIds: parts, MaxTasks: sqlCount(max - len(jobs)), AheadSeconds: ahead.Seconds(),
-			})
-			if err != nil {
-				return jobs, nil, fmt.Errorf("claiming on the Citus worker of partition %d: %w", parts[0], err)
-			}
-			for _, r := range rows {
-				jobs = append(jobs, claimedRow(dbgen.TaskClaimDueRow(r)))
-			}
-		}
-		return jobs, unreached, nil
-	}
 	rows, err := s.q.TaskClaimDue(ctx, s.db(db), dbgen.TaskClaimDueParams{
 		NodeID: node, Epoch: epoch, PartitionIds: partitions, MaxTasks: sqlCount(max), AheadSeconds: ahead.Seconds(),
 	})
@@ -146,49 +116,13 @@ type Finished struct {
 }
 
 // Finish records outcomes in one statement. Only tasks still held by the
-// claim each outcome is for change: (node, epoch) and ClaimedAt. On Citus
-// it is one statement per Citus worker holding the tasks (see citus.go),
-// each delegated to its worker and committed there; successors handed
-// over count against one budget, hand.Max. When a later call fails, the
-// earlier ones have committed: Finish then returns what they did with
-// the error, and the outcomes not among its Applied are the ones to try
-// again.
-func (s *Store) Finish(ctx context.Context, db DBTX, node string, epoch int64, outs []Outcome, hand Handover) (Finished, error) {
-	parts := make([]int32, len(outs))
-	for i, o := range outs {
-		parts[i] = int32(o.Partition)
+// claim each outcome is for change: (node, epoch) and ClaimedAt.
+func (s *PG) Finish(ctx context.Context, db DBTX, node string, epoch int64, outs []Outcome, hand Handover) (Finished, error) {
+	rows, err := s.q.TaskFinish(ctx, s.db(db), finishParams(node, epoch, outs, hand))
+	if err != nil {
+		return Finished{}, err
 	}
-	groups := s.byWorker(ctx, db, parts)
-	if groups == nil {
-		rows, err := s.q.TaskFinish(ctx, s.db(db), finishParams(node, epoch, outs, hand))
-		if err != nil {
-			return Finished{}, err
-		}
-		return finished(rows), nil
-	}
-	var f Finished
-	for _, g := range groups {
-		arg := finishParams(node, epoch, pick(outs, g), hand)
-		rows, err := s.q.TaskFinishOn(ctx, s.db(db), dbgen.TaskFinishOnParams{
-			Anchor: arg.PartitionIds[0], NodeID: arg.NodeID, Epoch: arg.Epoch, PartitionIds: arg.PartitionIds,
-			OrderingIds: arg.OrderingIds, TaskIds: arg.TaskIds, ClaimedAts: arg.ClaimedAts, Outcomes: arg.Outcomes,
-			RetryDelays: arg.RetryDelays, Errors: arg.Errors, ChainMax: arg.ChainMax, ChainPartitions: arg.ChainPartitions,
-			ChainLimit: arg.ChainLimit,
-		})
-		if err != nil {
-			return f, fmt.Errorf("finishing on the Citus worker of partition %d: %w", arg.PartitionIds[0], err)
-		}
-		rs := make([]dbgen.TaskFinishRow, len(rows))
-		for i, r := range rows {
-			rs[i] = dbgen.TaskFinishRow(r)
-		}
-		part := finished(rs)
-		f.Applied = append(f.Applied, part.Applied...)
-		f.HandedOver = append(f.HandedOver, part.HandedOver...)
-		f.Claimable += part.Claimable
-		hand.Max = max(hand.Max-len(part.HandedOver), 0)
-	}
-	return f, nil
+	return finished(rows), nil
 }
 
 // finishParams are the arguments of pgsched.finish_tasks for outs.
@@ -236,7 +170,7 @@ type Held struct {
 
 // HeldBy returns the tasks running under (node, epoch). It reads the whole
 // heads table (see TaskHeldBy), so callers ask only when in doubt.
-func (s *Store) HeldBy(ctx context.Context, db DBTX, node string, epoch int64) ([]Held, error) {
+func (s *PG) HeldBy(ctx context.Context, db DBTX, node string, epoch int64) ([]Held, error) {
 	rows, err := s.q.TaskHeldBy(ctx, s.db(db), dbgen.TaskHeldByParams{NodeID: node, Epoch: epoch})
 	if err != nil {
 		return nil, err
@@ -251,7 +185,7 @@ func (s *Store) HeldBy(ctx context.Context, db DBTX, node string, epoch int64) (
 // RescueExpired gives the running tasks of nodes with expired leases back to
 // their ordering_ids. nodes limits it to those nodes; nil means every node
 // whose row says its lease expired.
-func (s *Store) RescueExpired(ctx context.Context, db DBTX, nodes []string) (int, error) {
+func (s *PG) RescueExpired(ctx context.Context, db DBTX, nodes []string) (int, error) {
 	n, err := s.q.TaskRescueExpired(ctx, s.db(db), dbgen.TaskRescueExpiredParams{Nodes: nodes})
 	return int(n), err
 }
@@ -259,7 +193,7 @@ func (s *Store) RescueExpired(ctx context.Context, db DBTX, nodes []string) (int
 // RescueOrphaned gives back every running task whose node's lease is not
 // live, the node's row there or not. It reads the whole heads table, so
 // callers run it now and then, not every round.
-func (s *Store) RescueOrphaned(ctx context.Context, db DBTX) (int, error) {
+func (s *PG) RescueOrphaned(ctx context.Context, db DBTX) (int, error) {
 	n, err := s.q.TaskRescueExpired(ctx, s.db(db), dbgen.TaskRescueExpiredParams{Orphans: true})
 	return int(n), err
 }
@@ -273,36 +207,27 @@ type DuePartition struct {
 
 // NextDue returns the partitions among partitions that have idle queues,
 // most overdue first.
-func (s *Store) NextDue(ctx context.Context, db DBTX, partitions []int32) ([]DuePartition, error) {
-	var rows []dbgen.QueueNextDueRow
-	if groups := s.byWorker(ctx, db, partitions); groups != nil {
-		for _, g := range groups {
-			parts := pick(partitions, g)
-			rs, err := s.q.QueueNextDueOn(ctx, s.db(db), dbgen.QueueNextDueOnParams{Anchor: parts[0], PartitionIds: parts})
-			if err != nil {
-				return nil, fmt.Errorf("reading due partitions on the Citus worker of partition %d: %w", parts[0], err)
-			}
-			for _, r := range rs {
-				rows = append(rows, dbgen.QueueNextDueRow(r))
-			}
-		}
-	} else {
-		var err error
-		if rows, err = s.q.QueueNextDue(ctx, s.db(db), partitions); err != nil {
-			return nil, err
-		}
+func (s *PG) NextDue(ctx context.Context, db DBTX, partitions []int32) ([]DuePartition, error) {
+	rows, err := s.q.QueueNextDue(ctx, s.db(db), partitions)
+	if err != nil {
+		return nil, err
 	}
+	return dueRows(rows), nil
+}
+
+// dueRows reads the rows of pgsched.queue_next_due, most overdue first.
+func dueRows(rows []dbgen.QueueNextDueRow) []DuePartition {
 	out := make([]DuePartition, len(rows))
 	for i, r := range rows {
 		out[i] = DuePartition{Partition: int(r.PartitionID), DueIn: seconds(r.DueIn)}
 	}
 	slices.SortFunc(out, func(a, b DuePartition) int { return cmp.Compare(a.DueIn, b.DueIn) })
-	return out, nil
+	return out
 }
 
 // EnsureCompletionPartitions creates tomorrow's completion partitions ahead
 // and drops expired ones, returning how many were dropped.
-func (s *Store) EnsureCompletionPartitions(ctx context.Context, db DBTX, daysAhead int) (int, error) {
+func (s *PG) EnsureCompletionPartitions(ctx context.Context, db DBTX, daysAhead int) (int, error) {
 	n, err := s.q.CompletionEnsurePartitions(ctx, s.db(db), int32(daysAhead))
 	return int(n), err
 }

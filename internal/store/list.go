@@ -42,7 +42,7 @@ type Listed struct {
 }
 
 // ListTasks returns the tasks f selects in key order.
-func (s *Store) ListTasks(ctx context.Context, db DBTX, f TaskFilter) ([]Listed, error) {
+func (s *PG) ListTasks(ctx context.Context, db DBTX, f TaskFilter) ([]Listed, error) {
 	p := dbgen.TaskListParams{
 		Kind: text(f.Kind), OrderingID: text(f.OrderingID), State: text(f.State),
 		AfterOrderingID: f.After.OrderingID, AfterScheduledAt: f.After.ScheduledAt, AfterUniquenessKey: f.After.UniquenessKey,

@@ -47,7 +47,7 @@ type Registration struct {
 // than afterEpoch, unless it must wait (see Registration). instance tells
 // this process from any other using the same node id; leaving is kept for
 // a node that re-registers after it began to stop.
-func (s *Store) NodeRegister(ctx context.Context, db DBTX, nodeID, instance string, ttl time.Duration, host string, pid int,
+func (s *PG) NodeRegister(ctx context.Context, db DBTX, nodeID, instance string, ttl time.Duration, host string, pid int,
 	leaving bool, afterEpoch int64) (Registration, error) {
 	r, err := s.q.NodeRegister(ctx, s.db(db), dbgen.NodeRegisterParams{
 		NodeID: nodeID, Instance: instance, TtlSeconds: ttl.Seconds(), Host: host, Pid: int32(pid), Leaving: leaving,
@@ -67,7 +67,7 @@ func (s *Store) NodeRegister(ctx context.Context, db DBTX, nodeID, instance stri
 // NodeRenew extends a live lease. ErrLeaseLost means it had expired, the
 // node was re-registered by someone else, or the server is the primary of
 // another timeline than the one the term registered on (a failover).
-func (s *Store) NodeRenew(ctx context.Context, db DBTX, nodeID string, epoch int64, ttl time.Duration) (time.Time, error) {
+func (s *PG) NodeRenew(ctx context.Context, db DBTX, nodeID string, epoch int64, ttl time.Duration) (time.Time, error) {
 	t, err := s.q.NodeRenewLease(ctx, s.db(db), dbgen.NodeRenewLeaseParams{NodeID: nodeID, Epoch: epoch, TtlSeconds: ttl.Seconds()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return time.Time{}, ErrLeaseLost
@@ -77,17 +77,17 @@ func (s *Store) NodeRenew(ctx context.Context, db DBTX, nodeID string, epoch int
 
 // NodeLeave marks the node as leaving: it keeps its lease while it drains,
 // but serves no partition from now on.
-func (s *Store) NodeLeave(ctx context.Context, db DBTX, nodeID string, epoch int64) error {
+func (s *PG) NodeLeave(ctx context.Context, db DBTX, nodeID string, epoch int64) error {
 	return s.q.NodeLeave(ctx, s.db(db), dbgen.NodeLeaveParams{NodeID: nodeID, Epoch: epoch})
 }
 
 // NodeDeregister removes the node's row (clean shutdown).
-func (s *Store) NodeDeregister(ctx context.Context, db DBTX, nodeID string, epoch int64) error {
+func (s *PG) NodeDeregister(ctx context.Context, db DBTX, nodeID string, epoch int64) error {
 	return s.q.NodeDeregister(ctx, s.db(db), dbgen.NodeDeregisterParams{NodeID: nodeID, Epoch: epoch})
 }
 
 // NodeCounts returns how many nodes hold a live lease and how many expired.
-func (s *Store) NodeCounts(ctx context.Context, db DBTX) (active, inactive int, err error) {
+func (s *PG) NodeCounts(ctx context.Context, db DBTX) (active, inactive int, err error) {
 	r, err := s.q.NodeCounts(ctx, s.db(db))
 	return int(r.Active), int(r.Inactive), err
 }

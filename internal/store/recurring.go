@@ -57,26 +57,26 @@ type RecurringInfo struct {
 
 // RecurringUpsert creates or changes a schedule (pgsched.recurring_upsert)
 // and returns inserted or updated.
-func (s *Store) RecurringUpsert(ctx context.Context, db DBTX, d RecurringDef) (string, error) {
+func (s *PG) RecurringUpsert(ctx context.Context, db DBTX, d RecurringDef) (string, error) {
 	res, err := s.q.RecurringUpsert(ctx, s.db(db), dbgen.RecurringUpsertParams{
 		Name: d.Name, Spec: d.Spec, Kind: d.Kind, Payload: d.Payload, TimeZone: d.TimeZone, Missed: d.Missed})
 	return res, translate(err)
 }
 
 // RecurringPause pauses a schedule; true when it was not paused.
-func (s *Store) RecurringPause(ctx context.Context, db DBTX, name string) (bool, error) {
+func (s *PG) RecurringPause(ctx context.Context, db DBTX, name string) (bool, error) {
 	ok, err := s.q.RecurringPause(ctx, s.db(db), name)
 	return ok, translate(err)
 }
 
 // RecurringResume resumes a schedule; true when it was paused.
-func (s *Store) RecurringResume(ctx context.Context, db DBTX, name string) (bool, error) {
+func (s *PG) RecurringResume(ctx context.Context, db DBTX, name string) (bool, error) {
 	ok, err := s.q.RecurringResume(ctx, s.db(db), name)
 	return ok, translate(err)
 }
 
 // RecurringDelete deletes a schedule; true when there was one.
-func (s *Store) RecurringDelete(ctx context.Context, db DBTX, name string) (bool, error) {
+func (s *PG) RecurringDelete(ctx context.Context, db DBTX, name string) (bool, error) {
 	ok, err := s.q.RecurringDelete(ctx, s.db(db), name)
 	return ok, translate(err)
 }
@@ -84,7 +84,7 @@ func (s *Store) RecurringDelete(ctx context.Context, db DBTX, name string) (bool
 // RecurringDueWithin lists up to max schedules whose next tick falls within
 // horizon of the database's now: those that work first, then those set
 // aside whose retry is due.
-func (s *Store) RecurringDueWithin(ctx context.Context, db DBTX, horizon time.Duration, max int) ([]RecurringDue, error) {
+func (s *PG) RecurringDueWithin(ctx context.Context, db DBTX, horizon time.Duration, max int) ([]RecurringDue, error) {
 	rows, err := s.q.RecurringDue(ctx, s.db(db), dbgen.RecurringDueParams{HorizonSeconds: horizon.Seconds(), MaxRows: int32(max)})
 	if err != nil {
 		return nil, translate(err)
@@ -100,7 +100,7 @@ func (s *Store) RecurringDueWithin(ctx context.Context, db DBTX, horizon time.Du
 // RecurringMaterialize creates ticks and moves the schedule's next tick
 // from expected to next (pgsched.recurring_materialize); -1 when it was
 // no longer expected.
-func (s *Store) RecurringMaterialize(ctx context.Context, db DBTX, name string, expected *time.Time, next time.Time, ticks []time.Time) (int, error) {
+func (s *PG) RecurringMaterialize(ctx context.Context, db DBTX, name string, expected *time.Time, next time.Time, ticks []time.Time) (int, error) {
 	n, err := s.q.RecurringMaterialize(ctx, s.db(db), dbgen.RecurringMaterializeParams{Name: name, Expected: expected, Next: next, Ticks: ticks})
 	return int(n), translate(err)
 }
@@ -109,7 +109,7 @@ func (s *Store) RecurringMaterialize(ctx context.Context, db DBTX, name string, 
 // (pgsched.recurring_set_aside), to be retried after as long as each has
 // been failing, between min and max; those changed since they were read
 // are left alone.
-func (s *Store) RecurringSetAside(ctx context.Context, db DBTX, failed []RecurringFailure, min, max time.Duration) ([]RecurringSetAsideRow, error) {
+func (s *PG) RecurringSetAside(ctx context.Context, db DBTX, failed []RecurringFailure, min, max time.Duration) ([]RecurringSetAsideRow, error) {
 	p := dbgen.RecurringSetAsideParams{MinSeconds: min.Seconds(), MaxSeconds: max.Seconds()}
 	for _, f := range failed {
 		p.Names = append(p.Names, f.Name)
@@ -128,13 +128,13 @@ func (s *Store) RecurringSetAside(ctx context.Context, db DBTX, failed []Recurri
 }
 
 // RecurringSetAsideCount counts the schedules set aside.
-func (s *Store) RecurringSetAsideCount(ctx context.Context, db DBTX) (int, error) {
+func (s *PG) RecurringSetAsideCount(ctx context.Context, db DBTX) (int, error) {
 	n, err := s.q.RecurringSetAsideCount(ctx, s.db(db))
 	return int(n), translate(err)
 }
 
 // RecurringList returns every schedule, by name.
-func (s *Store) RecurringList(ctx context.Context, db DBTX) ([]RecurringInfo, error) {
+func (s *PG) RecurringList(ctx context.Context, db DBTX) ([]RecurringInfo, error) {
 	rows, err := s.q.RecurringList(ctx, s.db(db))
 	if err != nil {
 		return nil, translate(err)
@@ -161,12 +161,12 @@ func (s *Store) RecurringList(ctx context.Context, db DBTX) ([]RecurringInfo, er
 }
 
 // NotifyDue wakes every node's dispatcher to look for due work again.
-func (s *Store) NotifyDue(ctx context.Context, db DBTX) error {
+func (s *PG) NotifyDue(ctx context.Context, db DBTX) error {
 	return translate(s.q.NotifyDue(ctx, s.db(db)))
 }
 
 // RecurringPaused lists the names of the paused schedules.
-func (s *Store) RecurringPaused(ctx context.Context, db DBTX) ([]string, error) {
+func (s *PG) RecurringPaused(ctx context.Context, db DBTX) ([]string, error) {
 	names, err := s.q.RecurringPausedNames(ctx, s.db(db))
 	return names, translate(err)
 }

@@ -29,7 +29,7 @@ type StatsMinute = dbgen.StatsHourRow
 type Counted = dbgen.ConsoleCountedRow
 
 // AddStats adds st to node's row for the current minute.
-func (s *Store) AddStats(ctx context.Context, db DBTX, node string, st Stats) error {
+func (s *PG) AddStats(ctx context.Context, db DBTX, node string, st Stats) error {
 	return translate(s.q.StatsAdd(ctx, s.db(db), dbgen.StatsAddParams{
 		NodeID: node, Completed: st.Completed, Retried: st.Retried, Dead: st.Dead,
 		Started: st.Started, LatenessSum: st.LatenessSum, LatenessMax: st.LatenessMax,
@@ -37,33 +37,33 @@ func (s *Store) AddStats(ctx context.Context, db DBTX, node string, st Stats) er
 }
 
 // PruneStats drops minutes older than a day.
-func (s *Store) PruneStats(ctx context.Context, db DBTX) (int64, error) {
+func (s *PG) PruneStats(ctx context.Context, db DBTX) (int64, error) {
 	n, err := s.q.StatsPrune(ctx, s.db(db))
 	return n, translate(err)
 }
 
 // CountKinds recounts tasks per kind (pgsched.count_kinds).
-func (s *Store) CountKinds(ctx context.Context, db DBTX) (int, error) {
+func (s *PG) CountKinds(ctx context.Context, db DBTX) (int, error) {
 	n, err := s.q.CountKinds(ctx, s.db(db))
 	return int(n), translate(err)
 }
 
 // CountedPending is the last count's pending tasks.
-func (s *Store) CountedPending(ctx context.Context, db DBTX) (int64, error) {
+func (s *PG) CountedPending(ctx context.Context, db DBTX) (int64, error) {
 	n, err := s.q.CountedPending(ctx, s.db(db))
 	return n, translate(err)
 }
 
 // StatsHour is the cluster's throughput over the last hour, oldest
 // minute first; minutes nobody recorded anything in are missing.
-func (s *Store) StatsHour(ctx context.Context, db DBTX) ([]StatsMinute, error) {
+func (s *PG) StatsHour(ctx context.Context, db DBTX) ([]StatsMinute, error) {
 	rows, err := s.q.StatsHour(ctx, s.db(db))
 	return rows, translate(err)
 }
 
 // LastCounted reports the last count per kind; ok is false before the
 // first.
-func (s *Store) LastCounted(ctx context.Context, db DBTX) (c Counted, ok bool, err error) {
+func (s *PG) LastCounted(ctx context.Context, db DBTX) (c Counted, ok bool, err error) {
 	c, err = s.q.ConsoleCounted(ctx, s.db(db))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, false, nil

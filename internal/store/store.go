@@ -35,15 +35,17 @@ var (
 // DBTX is a pool, connection or transaction.
 type DBTX = sqlschema.DBTX
 
-// Store runs pgsched's statements in one schema.
-type Store struct {
-	q     *dbgen.Queries
-	rw    *sqlschema.Rewriter
-	citus citusPlacement // see citus.go
+// PG runs pgsched's statements in one schema on one PostgreSQL (or, for
+// what Citus runs the same way, on a Citus coordinator: see Citus).
+type PG struct {
+	q  *dbgen.Queries
+	rw *sqlschema.Rewriter
 }
 
-// New returns a Store for schema ("" means the default, pgsched).
-func New(schema string) (*Store, error) {
+// New returns the single-server Store for schema ("" means the default,
+// pgsched). Clients and the console use it on Citus too: what they run
+// goes through the coordinator there as it is.
+func New(schema string) (*PG, error) {
 	if schema == "" {
 		schema = sqlschema.Default
 	}
@@ -51,16 +53,16 @@ func New(schema string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{q: dbgen.New(), rw: rw}, nil
+	return &PG{q: dbgen.New(), rw: rw}, nil
 }
 
 // Schema is the schema this store works in.
-func (s *Store) Schema() string { return s.rw.Schema() }
+func (s *PG) Schema() string { return s.rw.Schema() }
 
 // NotifyChannel is the LISTEN/NOTIFY channel announcing newly due work.
-func (s *Store) NotifyChannel() string { return s.rw.Schema() + ".due" }
+func (s *PG) NotifyChannel() string { return s.rw.Schema() + ".due" }
 
-func (s *Store) db(db DBTX) dbgen.DBTX { return s.rw.Wrap(db) }
+func (s *PG) db(db DBTX) dbgen.DBTX { return s.rw.Wrap(db) }
 
 // translate maps SQL API errors to sentinels, keeping the server's message.
 func translate(err error) error {
@@ -133,7 +135,7 @@ type NewTask struct {
 // ScheduleMany enqueues tasks atomically in one statement and returns one
 // result word per task. newKeys promises that no ordering_id of the batch
 // has a task yet: cheaper, and ErrHasHead (nothing written) when wrong.
-func (s *Store) ScheduleMany(ctx context.Context, db DBTX, tasks []NewTask, newKeys bool) ([]string, error) {
+func (s *PG) ScheduleMany(ctx context.Context, db DBTX, tasks []NewTask, newKeys bool) ([]string, error) {
 	n := len(tasks)
 	arg := dbgen.TaskScheduleManyParams{
 		NewKeys:        newKeys,
@@ -167,14 +169,14 @@ func (s *Store) ScheduleMany(ctx context.Context, db DBTX, tasks []NewTask, newK
 }
 
 // Cancel removes a pending task.
-func (s *Store) Cancel(ctx context.Context, db DBTX, orderingID string, scheduledAt time.Time, uniquenessKey string) error {
+func (s *PG) Cancel(ctx context.Context, db DBTX, orderingID string, scheduledAt time.Time, uniquenessKey string) error {
 	return translate(s.q.TaskCancel(ctx, s.db(db), dbgen.TaskCancelParams{
 		OrderingID: orderingID, ScheduledAt: scheduledAt, UniquenessKey: uniquenessKey,
 	}))
 }
 
 // Reschedule moves a pending task to a new time atomically.
-func (s *Store) Reschedule(ctx context.Context, db DBTX, orderingID string, scheduledAt time.Time, uniquenessKey string, newAt time.Time) error {
+func (s *PG) Reschedule(ctx context.Context, db DBTX, orderingID string, scheduledAt time.Time, uniquenessKey string, newAt time.Time) error {
 	return translate(s.q.TaskReschedule(ctx, s.db(db), dbgen.TaskRescheduleParams{
 		OrderingID: orderingID, ScheduledAt: scheduledAt, UniquenessKey: uniquenessKey, NewScheduledAt: newAt,
 	}))
@@ -190,7 +192,7 @@ type Settings struct {
 }
 
 // Settings reads the installation's settings and the database clock.
-func (s *Store) Settings(ctx context.Context, db DBTX) (Settings, error) {
+func (s *PG) Settings(ctx context.Context, db DBTX) (Settings, error) {
 	r, err := s.q.SettingsGet(ctx, s.db(db))
 	if err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {

@@ -1,0 +1,19 @@
+-- timeline is the timeline of the PostgreSQL server running it: 1 on a new
+-- cluster, one more after each promotion of a standby or point-in-time
+-- recovery, read from the name of the WAL file being written (the
+-- checkpoint's timeline lags a promotion until the next checkpoint). A
+-- node's term is valid only on the timeline it registered on (see
+-- node_register). On Citus it is 0: each server there has a timeline of
+-- its own and a claim runs on a worker, so the check is left out.
+--
+-- STABLE: no statement outlives a timeline (a promotion ends the old
+-- primary, and a standby takes no writes), and Citus plans a claim whose
+-- filter calls a VOLATILE function in steps, which it cannot do for a
+-- claim's UPDATE by ctid.
+CREATE OR REPLACE FUNCTION pgsched.timeline()
+RETURNS integer
+LANGUAGE sql
+STABLE
+AS $$
+SELECT 0
+$$;
