@@ -26,22 +26,22 @@ check-generated:
 	sqlc diff
 
 chaos:           ## kills, freezes, a PostgreSQL restart and webhook 500s against 3 workers, then checks nothing was lost, reordered or overlapped; see docs/chaos.md
-	go run ./cmd/chaos
+	cd tools && go run ./cmd/chaos
 
 chaos-outage:    ## the same with PostgreSQL down for 30s instead of the restart
-	go run ./cmd/chaos -mode outage
+	cd tools && go run ./cmd/chaos -mode outage
 
 chaos-failover:  ## the same with a synchronous standby promoted when the primary is killed, instead of the restart
-	go run ./cmd/chaos -mode failover
+	cd tools && go run ./cmd/chaos -mode failover
 
 chaos-short:     ## the CI preset of make chaos: about two minutes
-	go run ./cmd/chaos -short
+	cd tools && go run ./cmd/chaos -short
 
 chaos-failover-short: ## the CI preset of make chaos-failover: about two minutes
-	go run ./cmd/chaos -short -mode failover
+	cd tools && go run ./cmd/chaos -short -mode failover
 
 image:           ## the worker's container image, built without Docker: dist/pgsched-worker.oci.tar (an OCI archive); see deploy/README.md
-	go run ./cmd/image -out dist/pgsched-worker.oci.tar
+	cd tools && go run ./cmd/image -out ../dist/pgsched-worker.oci.tar
 
 screenshots:     ## the console's pages at 1280x800 and 390x844, from its browser tests, into docs/screenshots
 	mkdir -p docs/screenshots && PGSCHED_SCREENSHOTS=$(CURDIR)/docs/screenshots go test -count=1 -run 'TestConsole' ./pgschedui

@@ -194,7 +194,7 @@ row() {
 
 # ---- pgsched ----
 echo "bench.sh: building" >&2
-go build -o "$tmp/pgsched-bench" ./cmd/bench
+(cd tools && go build -o "$tmp/pgsched-bench" ./cmd/bench)
 (cd bench && go build -o "$tmp/riverbench" ./cmd/riverbench)
 riverver="$(cd bench && go list -m -f '{{.Version}}' github.com/riverqueue/river)"
 

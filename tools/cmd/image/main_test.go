@@ -20,7 +20,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgsched/pgsched/internal/ociimage"
+	"github.com/pgsched/pgsched/tools/internal/ociimage"
+	"github.com/pgsched/pgsched/tools/internal/rootmodule"
 )
 
 // untar reads every regular file of a tar into a map by name.
@@ -147,7 +148,11 @@ func TestImage(t *testing.T) {
 // no /usr/share/zoneinfo.
 func TestWorkerEmbedsTZData(t *testing.T) {
 	t.Parallel()
-	out, err := exec.Command("go", "list", "-deps", workerPackage).Output()
+	root, err := rootmodule.Dir()
+	require.NoError(t, err)
+	cmd := exec.Command("go", "list", "-deps", workerPackage)
+	cmd.Dir = root
+	out, err := cmd.Output()
 	require.NoError(t, err)
 	require.Contains(t, strings.Fields(string(out)), "time/tzdata")
 }

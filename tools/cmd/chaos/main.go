@@ -32,9 +32,10 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pgsched/pgsched/tools/internal/rootmodule"
 )
 
 func main() {
@@ -56,8 +57,6 @@ func main() {
 
 // errFailed: the run completed and a check failed; the report says which.
 var errFailed = errors.New("a check failed")
-
-const modulePath = "github.com/pgsched/pgsched"
 
 type options struct {
 	workers  int
@@ -170,7 +169,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	began := time.Now()
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 
-	root, err := moduleRoot()
+	root, err := rootmodule.Dir()
 	if err != nil {
 		return err
 	}
@@ -384,25 +383,6 @@ func waitSettled(ctx context.Context, db *database, recv *receiver, injected <-c
 			logger.Error("gave up waiting for the tasks to complete", "tasks_left", tasks, "completions", completions, "of", n)
 			return false
 		}
-	}
-}
-
-// moduleRoot walks up from the working directory to pgsched's go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(data), "module "+modulePath+"\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod of %s above the working directory: run chaos inside the pgsched repository", modulePath)
-		}
-		dir = parent
 	}
 }
 

@@ -1,9 +1,10 @@
 // Command image builds the worker's container image without a Docker
-// daemon and without pulling a base image:
+// daemon and without pulling a base image. In tools/, the tools' module:
 //
 //	go run ./cmd/image [-out dist/pgsched-worker.oci.tar] [-layout DIR] [-version v1.2.3]
 //
-// It compiles cmd/worker as a static binary (CGO_ENABLED=0, -trimpath) for
+// (make image runs it with -out ../dist/pgsched-worker.oci.tar, into the
+// repository's dist/.) It compiles cmd/worker as a static binary (CGO_ENABLED=0, -trimpath) for
 // linux/-arch and writes an OCI archive (-out; `skopeo copy
 // oci-archive:FILE docker://REF` pushes it) and, with -layout, the same
 // image as an OCI layout directory (`crane push DIR REF`). The image holds
@@ -39,7 +40,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pgsched/pgsched/internal/ociimage"
+	"github.com/pgsched/pgsched/tools/internal/ociimage"
+	"github.com/pgsched/pgsched/tools/internal/rootmodule"
 )
 
 const (
@@ -94,8 +96,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
+	root, err := rootmodule.Dir()
+	if err != nil {
+		return err
+	}
 	bin := filepath.Join(tmp, "pgsched-worker")
-	if err := buildWorker(ctx, bin, *arch, stderr, logger); err != nil {
+	if err := buildWorker(ctx, root, bin, *arch, stderr, logger); err != nil {
 		return err
 	}
 	binData, err := os.ReadFile(bin)
@@ -182,9 +188,13 @@ var tagPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
 // buildWorker compiles cmd/worker for linux/arch into bin: static (no cgo,
 // so no libc in the image), with no local paths (-trimpath) and without the
 // symbol table and DWARF (-s -w; stack traces keep their function names).
-func buildWorker(ctx context.Context, bin, arch string, stderr io.Writer, logger *slog.Logger) error {
+// It builds in the library's module, root, not in this one: the binary's
+// build info then names pgsched as the main module, and its -version (and
+// so the image's version label) reports the commit.
+func buildWorker(ctx context.Context, root, bin, arch string, stderr io.Writer, logger *slog.Logger) error {
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, workerPackage)
+	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Run(); err != nil {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/pgsched/pgsched/internal/ociimage"
+	"github.com/pgsched/pgsched/tools/internal/ociimage"
 )
 
 func tinyImage() ociimage.Image {
