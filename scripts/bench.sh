@@ -10,9 +10,10 @@
 #    (55450), data dir BENCH_PGDATA (/tmp/pgsched-bench-pg, wiped before and
 #    after), as OS user postgres when run as root;
 # 3. runs the headline burn-downs in rounds: each round runs pgsched's (a)
-#    and (b) burn-downs, River's burn-downs (bench/cmd/riverbench, from its
-#    own Go module so River never enters pgsched's go.mod) and, with
-#    anchors, graphile-worker's batched burn-down once each, minutes apart.
+#    and (b) burn-downs, River's burn-downs (tools/peers/cmd/riverbench, from
+#    its own Go module so River never enters pgsched's or the tools' go.mod)
+#    and, with anchors, graphile-worker's batched burn-down once each,
+#    minutes apart.
 #    The ratios the targets are stated in are taken within each round and
 #    given as their median: this machine's speed drifts by a third within
 #    an hour, which skewed ratios of figures measured 20 minutes apart;
@@ -195,8 +196,8 @@ row() {
 # ---- pgsched ----
 echo "bench.sh: building" >&2
 (cd tools && go build -o "$tmp/pgsched-bench" ./cmd/bench)
-(cd bench && go build -o "$tmp/riverbench" ./cmd/riverbench)
-riverver="$(cd bench && go list -m -f '{{.Version}}' github.com/riverqueue/river)"
+(cd tools/peers && go build -o "$tmp/riverbench" ./cmd/riverbench)
+riverver="$(cd tools/peers && go list -m -f '{{.Version}}' github.com/riverqueue/river)"
 
 args=(-runs "$RUNS" -n "$N")
 [ -n "${BENCH_CONCURRENCY:-}" ] && args+=(-concurrency "$BENCH_CONCURRENCY")
@@ -240,7 +241,7 @@ rargs=(-n "$N")
 [ -n "${BENCH_RIVER_WORKERS:-}" ] && rargs+=(-workers "$BENCH_RIVER_WORKERS")
 
 if want graphile-worker; then
-  gw="$here/bench/anchors/graphile-worker"
+  gw="$here/tools/peers/anchors/graphile-worker"
   if [ ! -d "$gw/node_modules/graphile-worker" ]; then
     echo "bench.sh: installing graphile-worker and Node 22 (npm ci)" >&2
     (cd "$gw" && npm ci --no-audit --no-fund >/dev/null)
@@ -336,22 +337,22 @@ if want pgsched && [ "${#pg_rest[@]}" -gt 0 ]; then
 fi
 
 if want river && [ "$river_rest" = 1 ]; then
-  echo "bench.sh: River $riverver (bench/cmd/riverbench ${rargs[*]} -runs $RUNS -only enqueue)" >&2
-  section "River $riverver (bench/cmd/riverbench)"
+  echo "bench.sh: River $riverver (tools/peers/cmd/riverbench ${rargs[*]} -runs $RUNS -only enqueue)" >&2
+  section "River $riverver (tools/peers/cmd/riverbench)"
   DATABASE_URL="$(dsn postgres)" "$tmp/riverbench" "${rargs[@]}" -runs "$RUNS" -only enqueue | collect || failed+=(river)
 fi
 
 # ---- anchors ----
 if want graphile-worker; then
-  section "graphile-worker $gwver (bench/anchors/graphile-worker)"
+  section "graphile-worker $gwver (tools/peers/anchors/graphile-worker)"
   echo "bench.sh: graphile-worker, 1000 serial queues" >&2
   vals=(); for _ in $(seq "$RUNS"); do v="$(gw_run --queues 1000)"; vals+=("$v"); done
   row "gw burn-down 1000 queues x $((N / 1000)), jobs/s" "${vals[@]}"
 fi
 if want pgbench; then
-  pgb="$here/bench/anchors/pgbench"
+  pgb="$here/tools/peers/anchors/pgbench"
   psql_q -d postgres -c "CREATE DATABASE pgb"
-  section "pgbench, PostgreSQL $pgver (bench/anchors/pgbench)"
+  section "pgbench, PostgreSQL $pgver (tools/peers/anchors/pgbench)"
   # pgbench_run SCRIPT: tps of one run
   pgbench_run() {
     "$PGBIN/pgbench" -n -M prepared -c "$PGBENCH_CLIENTS" -j 2 -T "$PGBENCH_T" \

@@ -1,8 +1,6 @@
-module github.com/pgsched/pgsched/bench
+module github.com/pgsched/pgsched/tools/peers
 
 go 1.26.0
-
-replace github.com/pgsched/pgsched => ../
 
 require (
 	github.com/jackc/pgx/v5 v5.11.0
