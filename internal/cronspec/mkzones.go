@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -53,10 +54,17 @@ func main() {
 	g.WriteString("// zoneNames are the names of the time zone database embedded in every\n")
 	g.WriteString("// binary (time/tzdata), sorted: those LoadZone accepts.\n")
 	g.WriteString("var zoneNames = [...]string{\n")
+	// Several names to a line, so the file stays short to read.
+	line := "\t"
 	for _, n := range names {
-		fmt.Fprintf(&g, "\t%q,\n", n)
+		q := strconv.Quote(n) + ","
+		if len(line)+len(q) > 110 {
+			g.WriteString(strings.TrimRight(line, " ") + "\n")
+			line = "\t"
+		}
+		line += q + " "
 	}
-	g.WriteString("}\n")
+	g.WriteString(strings.TrimRight(line, " ") + "\n}\n")
 	src, err := format.Source(g.Bytes())
 	if err != nil {
 		log.Fatal(err)
