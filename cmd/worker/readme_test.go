@@ -14,25 +14,27 @@ import (
 	"github.com/pgsched/pgsched/internal/metrics"
 )
 
-func readme(t *testing.T) string {
+// doc reads a page of the user documentation, by its path from the
+// repository's root.
+func doc(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../" + path)
 	require.NoError(t, err)
 	return string(b)
 }
 
-// TestReadmeConfigTable: README's configuration table and the worker's
-// flags agree both ways: every flag (bar -version and -stop-local, which
-// are commands, not settings) has a row naming its flag and its variable,
-// and every row names a flag that reads that variable.
+// TestReadmeConfigTable: the configuration table in docs/configuration.md
+// and the worker's flags agree both ways: every flag (bar -version and
+// -stop-local, which are commands, not settings) has a row naming its flag
+// and its variable, and every row names a flag that reads that variable.
 func TestReadmeConfigTable(t *testing.T) {
 	t.Parallel()
 	row := regexp.MustCompile("(?m)^\\| `([A-Z_]+)` \\| `-([a-z-]+)` \\|")
 	documented := map[string]string{} // flag -> variable
-	for _, m := range row.FindAllStringSubmatch(readme(t), -1) {
+	for _, m := range row.FindAllStringSubmatch(doc(t, "docs/configuration.md"), -1) {
 		documented[m[2]] = m[1]
 	}
-	require.NotEmpty(t, documented, "README has a configuration table")
+	require.NotEmpty(t, documented, "docs/configuration.md has a configuration table")
 
 	_, fs, _ := flags(func(string) string { return "" })
 	env := regexp.MustCompile(`\(([A-Z_]+)\)$`)
@@ -45,16 +47,16 @@ func TestReadmeConfigTable(t *testing.T) {
 		require.NotNil(t, m, "-%s names its environment variable", f.Name)
 		served[f.Name] = m[1]
 	})
-	require.Equal(t, served, documented, "README's table lists exactly the worker's flags, each with its variable")
+	require.Equal(t, served, documented, "docs/configuration.md's table lists exactly the worker's flags, each with its variable")
 }
 
-// TestReadmeMetrics: README's metric table lists exactly the metrics a
-// worker and a client register.
+// TestReadmeMetrics: the metric table in docs/metrics.md lists exactly the
+// metrics a worker and a client register.
 func TestReadmeMetrics(t *testing.T) {
 	t.Parallel()
 	row := regexp.MustCompile("(?m)^\\| `(pgsched_[a-z_]+)` \\|")
 	var documented []string
-	for _, m := range row.FindAllStringSubmatch(readme(t), -1) {
+	for _, m := range row.FindAllStringSubmatch(doc(t, "docs/metrics.md"), -1) {
 		documented = append(documented, m[1])
 	}
 
@@ -79,5 +81,5 @@ func TestReadmeMetrics(t *testing.T) {
 	}
 	slices.Sort(documented)
 	slices.Sort(registered)
-	require.Equal(t, registered, documented, "README's metric table: %s", strings.Join(registered, ", "))
+	require.Equal(t, registered, documented, "docs/metrics.md's metric table: %s", strings.Join(registered, ", "))
 }
