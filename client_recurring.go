@@ -31,7 +31,7 @@ type Recurring struct {
 	// Spec is a five-field cron spec ("30 2 * * *"), six fields with
 	// seconds first, a shorthand (@hourly, @daily, @weekly, @monthly,
 	// @yearly) or "@every <duration>" (a whole number of seconds, at least
-	// 1s). See README for the daylight-saving rule.
+	// 1s). See docs/api.md for the daylight-saving rule.
 	Spec string
 	// TimeZone is an IANA name; cron fields are its wall-clock times.
 	// Defaults to UTC.
