@@ -16,6 +16,7 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // citusWorkers returns pools on the Citus workers behind the coordinator
@@ -123,15 +124,15 @@ func TestCitusHotPathIsRouted(t *testing.T) {
 	retried := map[string]bool{}
 	var died int
 	outcome := func(c store.Claimed) store.Outcome {
-		o := store.Outcome{Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted}
+		o := store.Outcome{Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: pgschedtype.OutcomeCompleted}
 		key := c.OrderingID + "/" + c.UniquenessKey
 		n, _ := strconv.Atoi(strings.TrimPrefix(c.OrderingID, "o-"))
 		switch {
 		case c.UniquenessKey == "1" && !retried[key]:
 			retried[key] = true
-			o.Outcome, o.Error = store.OutcomeRetry, "once more"
+			o.Outcome, o.Error = pgschedtype.OutcomeRetry, "once more"
 		case c.UniquenessKey == "3" && strings.HasPrefix(c.OrderingID, "o-") && n%5 == 0:
-			o.Outcome, o.Error = store.OutcomeDead, "no"
+			o.Outcome, o.Error = pgschedtype.OutcomeDead, "no"
 			died++
 		}
 		return o

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // onTwoWorkers schedules one task due now in partition 0 and one in
@@ -64,8 +65,8 @@ func TestCitusSplitFinishKeepsWhatCommitted(t *testing.T) {
 	require.Len(t, claimed, 2)
 	slices.SortFunc(claimed, func(x, y store.Claimed) int { return cmp.Compare(x.Partition, y.Partition) })
 	outs := []store.Outcome{
-		{Partition: claimed[0].Partition, OrderingID: claimed[0].OrderingID, ID: claimed[0].ID, ClaimedAt: claimed[0].ClaimedAt, Outcome: store.OutcomeCompleted},
-		{Partition: claimed[1].Partition, OrderingID: claimed[1].OrderingID, ID: claimed[1].ID, ClaimedAt: claimed[1].ClaimedAt, Outcome: store.OutcomeDead, Error: "give up"},
+		{Partition: claimed[0].Partition, OrderingID: claimed[0].OrderingID, ID: claimed[0].ID, ClaimedAt: claimed[0].ClaimedAt, Outcome: pgschedtype.OutcomeCompleted},
+		{Partition: claimed[1].Partition, OrderingID: claimed[1].OrderingID, ID: claimed[1].ID, ClaimedAt: claimed[1].ClaimedAt, Outcome: pgschedtype.OutcomeDead, Error: "give up"},
 	}
 	res, err := st.Finish(ctx, plain, "split", lease.Epoch, outs, store.Handover{})
 	require.ErrorContains(t, err, "refuse_b")

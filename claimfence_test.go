@@ -9,6 +9,7 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // TestReplayedOutcomeChangesNothing: an outcome statement whose response
@@ -29,7 +30,7 @@ func TestReplayedOutcomeChangesNothing(t *testing.T) {
 	part := []int32{int32(c1.Partition)}
 
 	retry := []store.Outcome{{Partition: c1.Partition, OrderingID: id, ID: c1.ID, ClaimedAt: c1.ClaimedAt,
-		Outcome: store.OutcomeRetry, Error: "first try"}}
+		Outcome: pgschedtype.OutcomeRetry, Error: "first try"}}
 	res, err := b.store.Finish(ctx, b.db.Pool, node, epoch, retry, store.Handover{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{c1.ID}, res.Applied, "the first try commits")
@@ -42,7 +43,7 @@ func TestReplayedOutcomeChangesNothing(t *testing.T) {
 	require.Equal(t, 2, c2.Attempt)
 	require.True(t, c2.ClaimedAt.After(c1.ClaimedAt), "each claim has its own time")
 
-	for _, outcome := range []string{store.OutcomeRetry, store.OutcomeCompleted, store.OutcomeDead, store.OutcomeRelease} {
+	for _, outcome := range []pgschedtype.Outcome{pgschedtype.OutcomeRetry, pgschedtype.OutcomeCompleted, pgschedtype.OutcomeDead, pgschedtype.OutcomeRelease} {
 		replay := retry
 		replay[0].Outcome = outcome
 		res, err = b.store.Finish(ctx, b.db.Pool, node, epoch, replay, store.Handover{})
@@ -62,7 +63,7 @@ func TestReplayedOutcomeChangesNothing(t *testing.T) {
 	}
 
 	res, err = b.store.Finish(ctx, b.db.Pool, node, epoch, []store.Outcome{{Partition: c2.Partition, OrderingID: id, ID: c2.ID,
-		ClaimedAt: c2.ClaimedAt, Outcome: store.OutcomeCompleted}}, store.Handover{})
+		ClaimedAt: c2.ClaimedAt, Outcome: pgschedtype.OutcomeCompleted}}, store.Handover{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{c2.ID}, res.Applied, "the current claim's outcome applies")
 	require.Equal(t, 1, countRows(t, b, "completions"))

@@ -21,6 +21,7 @@ import (
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/pgtest"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 type clientBundle struct {
@@ -155,7 +156,7 @@ func TestScheduleSemantics(t *testing.T) {
 
 			// Completed: never again.
 			_, err = b.store.Finish(context.Background(), b.db.Pool, "test-order-1", mustEpoch(t, b, "test-order-1"),
-				[]store.Outcome{{Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted}}, store.Handover{})
+				[]store.Outcome{{Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: pgschedtype.OutcomeCompleted}}, store.Handover{})
 			require.NoError(t, err)
 			res, err = sched(t, b, task)
 			require.NoError(t, err)
@@ -504,7 +505,7 @@ func TestCancelAndRescheduleWaitOutAFinish(t *testing.T) {
 			require.NoError(t, err)
 			defer func() { _ = tx.Rollback(ctx) }()
 			res, err := b.store.Finish(ctx, tx, "test-wo", epoch, []store.Outcome{{
-				Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
+				Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: pgschedtype.OutcomeCompleted,
 			}}, store.Handover{})
 			require.NoError(t, err)
 			require.Equal(t, []int64{c.ID}, res.Applied)

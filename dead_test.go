@@ -10,6 +10,7 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // killTask enqueues a task and records it dead, as a worker whose handler
@@ -21,7 +22,7 @@ func killTask(t *testing.T, b clientBundle, orderingID, uk string) int64 {
 	require.NoError(t, err)
 	c, epoch := claimTask(t, b, orderingID)
 	res, err := b.store.Finish(ctx, b.db.Pool, "test-"+orderingID, epoch, []store.Outcome{{Partition: c.Partition, OrderingID: orderingID,
-		ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeDead, Error: "gave up"}}, store.Handover{})
+		ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: pgschedtype.OutcomeDead, Error: "gave up"}}, store.Handover{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{c.ID}, res.Applied)
 	// A node that never claims again must not be given partitions.

@@ -85,6 +85,9 @@ var unavailableCodes = map[string]bool{"53300": true, "57P01": true, "57P02": tr
 // startError wraps a database error from Start with the sentinel for its
 // class, so a caller can tell an error that heals from one that does not.
 func startError(err error) error {
+	if err == nil {
+		return nil
+	}
 	var pgErr *pgconn.PgError
 	isPg := errors.As(err, &pgErr)
 	switch {
@@ -92,6 +95,8 @@ func startError(err error) error {
 		return fmt.Errorf("%w: %w", ErrSchemaNotReady, err)
 	case isPg && (unavailableCodes[pgErr.Code] || strings.HasPrefix(pgErr.Code, "08")), unreachable(err):
 		return fmt.Errorf("%w: %w", ErrDatabaseUnavailable, err)
+	case strings.HasPrefix(err.Error(), "pgsched: "):
+		return err
 	}
 	return fmt.Errorf("pgsched: %w", err)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/pgtest"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // outcomeLog collects the outcomes a worker records; waitFor wakes on each
@@ -36,7 +37,7 @@ func (l *outcomeLog) record(o pgsched.Outcome) {
 }
 
 // count returns how many recorded outcomes have result ("" for any).
-func (l *outcomeLog) count(result string) int {
+func (l *outcomeLog) count(result pgschedtype.Outcome) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := 0
@@ -71,7 +72,7 @@ func (l *outcomeLog) completed(t *testing.T, n int, within time.Duration) {
 }
 
 // has reports whether a run of orderingID ended with result.
-func (l *outcomeLog) has(orderingID, result string) bool {
+func (l *outcomeLog) has(orderingID string, result pgschedtype.Outcome) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, o := range l.list {

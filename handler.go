@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pgsched/pgsched/internal/execute"
 	"github.com/pgsched/pgsched/pgschedtype"
 
 	"github.com/jackc/pgx/v5"
@@ -108,28 +109,13 @@ func decodeArgs[T Args](job *Job) (T, error) {
 	return args, nil
 }
 
-type permanentError struct{ err error }
-
-func (e permanentError) Error() string { return "permanent failure: " + e.err.Error() }
-func (e permanentError) Unwrap() error { return e.err }
-
 // Permanent marks a handler error as final: the task becomes dead at once.
 func Permanent(err error) error {
 	if err == nil {
 		err = errors.New("permanent failure")
 	}
-	return permanentError{err: err}
+	return execute.PermanentError{Err: err}
 }
-
-type retryAfterError struct {
-	after time.Duration
-	err   error
-}
-
-func (e retryAfterError) Error() string {
-	return fmt.Sprintf("retry after %s: %v", e.after, e.err)
-}
-func (e retryAfterError) Unwrap() error { return e.err }
 
 // RetryAfter makes the task retry after d instead of the policy's backoff
 // (attempt limits still apply).
@@ -137,5 +123,5 @@ func RetryAfter(d time.Duration, err error) error {
 	if err == nil {
 		err = errors.New("retry requested")
 	}
-	return retryAfterError{after: max(d, 0), err: err}
+	return execute.RetryAfterError{After: max(d, 0), Err: err}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // allPartitions lists every logical partition of b's schema: a node that
@@ -58,7 +59,7 @@ func TestFinishHandsOver(t *testing.T) {
 	finish := func(c store.Claimed, hand store.Handover) (applied []int64, next []store.Claimed) {
 		t.Helper()
 		res, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
-			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: pgschedtype.OutcomeCompleted,
 		}}, hand)
 		require.NoError(t, err)
 		claimable = res.Claimable
@@ -160,14 +161,14 @@ func TestHandedOverTaskGivenBack(t *testing.T) {
 	handOver := func(c store.Claimed, epoch int64, want string) store.Claimed {
 		t.Helper()
 		res, err := b.store.Finish(ctx, b.db.Pool, "test-back", epoch, []store.Outcome{{
-			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: pgschedtype.OutcomeCompleted,
 		}}, store.Handover{Max: 1, Partitions: all, Limit: 16})
 		require.NoError(t, err)
 		require.Len(t, res.HandedOver, 1)
 		require.Equal(t, want, res.HandedOver[0].UniquenessKey)
 		return res.HandedOver[0]
 	}
-	giveBack := func(c store.Claimed, epoch int64, outcome string) {
+	giveBack := func(c store.Claimed, epoch int64, outcome pgschedtype.Outcome) {
 		t.Helper()
 		res, err := b.store.Finish(ctx, b.db.Pool, "test-back", epoch, []store.Outcome{{
 			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: outcome,
@@ -186,9 +187,9 @@ func TestHandedOverTaskGivenBack(t *testing.T) {
 	}
 
 	c, epoch := claim("0", 1)
-	giveBack(handOver(c, epoch, "1"), epoch, store.OutcomeRetry) // RetryIn 0: due again at once
+	giveBack(handOver(c, epoch, "1"), epoch, pgschedtype.OutcomeRetry) // RetryIn 0: due again at once
 	c, epoch = claim("1", 2)
-	giveBack(handOver(c, epoch, "2"), epoch, store.OutcomeRelease)
+	giveBack(handOver(c, epoch, "2"), epoch, pgschedtype.OutcomeRelease)
 	c, epoch = claim("2", 1)
 	handOver(c, epoch, "3")
 	// Task 3's node's lease lapses; a rescue gives it back.
@@ -262,7 +263,7 @@ func TestKnownSuccessors(t *testing.T) {
 	next := func(c store.Claimed) store.Claimed {
 		t.Helper()
 		res, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
-			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: pgschedtype.OutcomeCompleted,
 		}}, store.Handover{Max: 1, Partitions: all, Limit: 1000})
 		require.NoError(t, err)
 		require.Equal(t, []int64{c.ID}, res.Applied)
@@ -340,7 +341,7 @@ func TestKnownSuccessors(t *testing.T) {
 		if c.UniquenessKey == "x0" {
 			// The search for x1 saw the tie further on: nothing noted.
 			res, err := b.store.Finish(ctx, b.db.Pool, "test-tie", epoch, []store.Outcome{{
-				Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
+				Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: pgschedtype.OutcomeCompleted,
 			}}, store.Handover{Max: 1, Partitions: all, Limit: 1000})
 			require.NoError(t, err)
 			require.Len(t, res.HandedOver, 1)
@@ -380,7 +381,7 @@ func TestFinishServingNoPartitions(t *testing.T) {
 		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT next_tids IS NOT NULL FROM "+b.db.Schema+".heads WHERE ordering_id = 'np'").Scan(&known))
 		require.Equal(t, i == 1, known, "%s: the head knows its successor", path)
 		res, err := b.store.Finish(ctx, b.db.Pool, "test-np", epoch, []store.Outcome{{
-			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: store.OutcomeCompleted,
+			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: pgschedtype.OutcomeCompleted,
 		}}, store.Handover{Max: 1, Partitions: nil, Limit: 16})
 		require.NoError(t, err, path)
 		require.Equal(t, []int64{c.ID}, res.Applied, path)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // errKind names the sentinel an error is, for comparing with the model.
@@ -246,7 +247,7 @@ func (r *propRun) opFinish() {
 	running = running[:1+r.rng.IntN(len(running))]
 	set, err := r.b.store.Settings(r.ctx, r.b.db.Pool)
 	r.must(err, "settings")
-	outcomes := []string{store.OutcomeCompleted, store.OutcomeRetry, store.OutcomeRelease, store.OutcomeDead}
+	outcomes := []pgschedtype.Outcome{pgschedtype.OutcomeCompleted, pgschedtype.OutcomeRetry, pgschedtype.OutcomeRelease, pgschedtype.OutcomeDead}
 	var outs []store.Outcome
 	var want []int64
 	desc := make([]string, len(running))
@@ -254,7 +255,7 @@ func (r *propRun) opFinish() {
 		t := r.pending[k]
 		o := store.Outcome{Partition: pgsched.Partition(k.o, set.PartitionCount), OrderingID: k.o, ID: t.id,
 			ClaimedAt: t.claimedAt, Outcome: outcomes[r.rng.IntN(len(outcomes))], Error: "boom"}
-		if o.Outcome == store.OutcomeRetry && r.rng.IntN(2) == 0 {
+		if o.Outcome == pgschedtype.OutcomeRetry && r.rng.IntN(2) == 0 {
 			o.RetryIn = time.Hour
 		}
 		outs = append(outs, o)
@@ -299,19 +300,19 @@ func (r *propRun) opFinish() {
 	}
 	for i, k := range running {
 		t := r.pending[k]
-		r.counts["finish/"+outs[i].Outcome]++
+		r.counts["finish/"+string(outs[i].Outcome)]++
 		switch outs[i].Outcome {
-		case store.OutcomeCompleted:
+		case pgschedtype.OutcomeCompleted:
 			delete(r.pending, k)
 			r.completed[k] = true
-		case store.OutcomeDead:
+		case pgschedtype.OutcomeDead:
 			delete(r.pending, k)
 			r.dead++
-		case store.OutcomeRetry:
+		case pgschedtype.OutcomeRetry:
 			t.running = false
 			d := outs[i].RetryIn.Microseconds()
 			t.runAtLo, t.runAtHi = t0+d, t1+d
-		case store.OutcomeRelease:
+		case pgschedtype.OutcomeRelease:
 			t.running = false
 			t.attempt = max(t.attempt-1, 0)
 		}
@@ -321,7 +322,7 @@ func (r *propRun) opFinish() {
 	// now running for the node, as if claimed.
 	finished := map[string]bool{}
 	for i, k := range running {
-		if outs[i].Outcome == store.OutcomeCompleted || outs[i].Outcome == store.OutcomeDead {
+		if outs[i].Outcome == pgschedtype.OutcomeCompleted || outs[i].Outcome == pgschedtype.OutcomeDead {
 			finished[k.o] = true
 		}
 	}
@@ -343,7 +344,7 @@ func (r *propRun) opFinish() {
 		}
 	}
 	for i := range running {
-		if outs[i].Outcome == store.OutcomeRetry || outs[i].Outcome == store.OutcomeRelease {
+		if outs[i].Outcome == pgschedtype.OutcomeRetry || outs[i].Outcome == pgschedtype.OutcomeRelease {
 			claimable++
 		}
 	}

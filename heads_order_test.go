@@ -12,6 +12,7 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // TestSettleAfterEarlierEnqueue: a task enqueued before an ordering_id's head
@@ -53,7 +54,7 @@ func TestSettleAfterEarlierEnqueue(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, pgsched.Inserted, res)
 	}
-	finish := func(c store.Claimed, epoch int64, outcome string) {
+	finish := func(c store.Claimed, epoch int64, outcome pgschedtype.Outcome) {
 		t.Helper()
 		res, err := b.store.Finish(ctx, b.db.Pool, "test-"+c.OrderingID, epoch, []store.Outcome{{
 			Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: outcome,
@@ -83,7 +84,7 @@ func TestSettleAfterEarlierEnqueue(t *testing.T) {
 
 		c, epoch := claimTask(t, b, "idle")
 		require.True(t, c.ScheduledAt.Equal(t1), "the earlier task runs first")
-		finish(c, epoch, store.OutcomeCompleted)
+		finish(c, epoch, pgschedtype.OutcomeCompleted)
 		h = headOf("idle")
 		require.True(t, h.at.Equal(t2))
 		require.False(t, h.running)
@@ -92,7 +93,7 @@ func TestSettleAfterEarlierEnqueue(t *testing.T) {
 
 		c, epoch = claimTask(t, b, "idle")
 		require.True(t, c.ScheduledAt.Equal(t2))
-		finish(c, epoch, store.OutcomeCompleted)
+		finish(c, epoch, pgschedtype.OutcomeCompleted)
 		noTasks("idle")
 	})
 
@@ -109,7 +110,7 @@ func TestSettleAfterEarlierEnqueue(t *testing.T) {
 		require.Len(t, backlogOf("busy"), 1)
 		require.True(t, backlogOf("busy")[0].Equal(t1), "the earlier task waits")
 
-		finish(c2, epoch2, store.OutcomeCompleted)
+		finish(c2, epoch2, pgschedtype.OutcomeCompleted)
 		h = headOf("busy")
 		require.True(t, h.at.Equal(t1), "the earlier task is next")
 		require.False(t, h.running)
@@ -118,15 +119,15 @@ func TestSettleAfterEarlierEnqueue(t *testing.T) {
 
 		c1, epoch1 := claimTask(t, b, "busy")
 		require.True(t, c1.ScheduledAt.Equal(t1))
-		finish(c1, epoch1, store.OutcomeCompleted)
+		finish(c1, epoch1, pgschedtype.OutcomeCompleted)
 		noTasks("busy")
 	})
 
 	// Given back (release or retry), the running head goes behind the
 	// earlier task enqueued meanwhile.
-	for _, outcome := range []string{store.OutcomeRelease, store.OutcomeRetry} {
-		t.Run("running head "+outcome, func(t *testing.T) {
-			o := "back-" + outcome
+	for _, outcome := range []pgschedtype.Outcome{pgschedtype.OutcomeRelease, pgschedtype.OutcomeRetry} {
+		t.Run("running head "+string(outcome), func(t *testing.T) {
+			o := "back-" + string(outcome)
 			schedule(o, t2)
 			c2, epoch2 := claimTask(t, b, o)
 			schedule(o, t1)
@@ -140,18 +141,18 @@ func TestSettleAfterEarlierEnqueue(t *testing.T) {
 
 			c1, epoch1 := claimTask(t, b, o)
 			require.True(t, c1.ScheduledAt.Equal(t1))
-			finish(c1, epoch1, store.OutcomeCompleted)
+			finish(c1, epoch1, pgschedtype.OutcomeCompleted)
 			h = headOf(o)
 			require.True(t, h.at.Equal(t2))
 			require.False(t, h.backlog)
 			c2, epoch2 = claimTask(t, b, o)
 			require.True(t, c2.ScheduledAt.Equal(t2))
-			if outcome == store.OutcomeRelease {
+			if outcome == pgschedtype.OutcomeRelease {
 				require.Equal(t, 1, c2.Attempt, "a released run does not count")
 			} else {
 				require.Equal(t, 2, c2.Attempt, "its second attempt")
 			}
-			finish(c2, epoch2, store.OutcomeCompleted)
+			finish(c2, epoch2, pgschedtype.OutcomeCompleted)
 			noTasks(o)
 		})
 	}

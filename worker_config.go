@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/pgsched/pgsched/internal/execute"
 	"github.com/pgsched/pgsched/internal/metrics"
 	"github.com/pgsched/pgsched/internal/store"
 )
@@ -26,8 +27,7 @@ func NewWorker(pool *pgxpool.Pool, cfg WorkerConfig) (*Worker, error) {
 	if pool == nil {
 		return nil, fmt.Errorf("%w: NewWorker needs a pool", ErrInvalidConfig)
 	}
-	st, err := store.New(cfg.Schema)
-	if err != nil {
+	if _, err := store.New(cfg.Schema); err != nil {
 		return nil, &ConfigError{Field: "Schema", Err: fmt.Errorf("Schema: %w", err)}
 	}
 	if err := checkConfig(cfg); err != nil {
@@ -48,7 +48,7 @@ func NewWorker(pool *pgxpool.Pool, cfg WorkerConfig) (*Worker, error) {
 		return nil, &ConfigError{Field: "Registerer", Err: fmt.Errorf("Registerer: registering metrics: %w", err)}
 	}
 	m.BuildInfo.WithLabelValues(Version(), runtime.Version()).Set(1)
-	return &Worker{pool: pool, cfg: cfg, kinds: kinds, store: st, metrics: m, logger: cfg.Logger.With("node_id", cfg.NodeID)}, nil
+	return &Worker{pool: pool, cfg: cfg, kinds: kinds, metrics: m, logger: cfg.Logger.With("node_id", cfg.NodeID)}, nil
 }
 
 // checkConfig refuses values no default can make sense of.
@@ -99,21 +99,15 @@ func checkConfig(cfg WorkerConfig) error {
 	return nil
 }
 
-// kindHandler is what runs a kind: one of work and tx, and its policy.
-type kindHandler struct {
-	work  Handler
-	tx    TxHandler
-	retry RetryPolicy
-}
-
-// kindHandlers resolves cfg's handler maps into one table by kind.
-func kindHandlers(cfg WorkerConfig) (map[string]kindHandler, error) {
-	kinds := make(map[string]kindHandler, len(cfg.Handlers)+len(cfg.TxHandlers))
+// kindHandlers resolves cfg's handler maps into one table by kind, as the
+// executor runs them.
+func kindHandlers(cfg WorkerConfig) (map[string]execute.Kind, error) {
+	kinds := make(map[string]execute.Kind, len(cfg.Handlers)+len(cfg.TxHandlers))
 	for kind, h := range cfg.Handlers {
 		if isNil(h) {
 			return nil, configErr(fmt.Sprintf("Handlers[%q]", kind), "Handlers[%q] is nil", kind)
 		}
-		kinds[kind] = kindHandler{work: h}
+		kinds[kind] = execute.Kind{Work: h}
 	}
 	for kind, h := range cfg.TxHandlers {
 		field := fmt.Sprintf("TxHandlers[%q]", kind)
@@ -123,12 +117,12 @@ func kindHandlers(cfg WorkerConfig) (map[string]kindHandler, error) {
 		if _, dup := kinds[kind]; dup {
 			return nil, configErr(field, "kind %q is in both Handlers and TxHandlers", kind)
 		}
-		kinds[kind] = kindHandler{tx: h}
+		kinds[kind] = execute.Kind{Tx: h}
 	}
 	for kind, k := range kinds {
-		k.retry = cfg.Retry
+		k.Retry = cfg.Retry
 		if p, ok := cfg.KindRetry[kind]; ok {
-			k.retry = p
+			k.Retry = p
 		}
 		kinds[kind] = k
 	}

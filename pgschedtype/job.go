@@ -1,8 +1,9 @@
-// Package pgschedtype holds the one type a claimed task has from the
-// claim to its handler: the storage layer returns it, the dispatcher
-// carries it, and a handler receives it as pgsched.Job (an alias). It is a
-// package of its own, importing nothing of pgsched, so every layer can
-// share it without import cycles.
+// Package pgschedtype holds the types pgsched's layers share with its
+// users: Job, the one type a claimed task has from the claim to its
+// handler (the storage layer returns it, the dispatcher carries it, and a
+// handler receives it as pgsched.Job, an alias), and RetryPolicy, which
+// the executor applies (pgsched.RetryPolicy). It imports nothing of
+// pgsched, so every layer can share it without import cycles.
 package pgschedtype
 
 import (

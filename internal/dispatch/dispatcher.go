@@ -12,6 +12,7 @@ import (
 	"github.com/pgsched/pgsched/internal/lease"
 	"github.com/pgsched/pgsched/internal/ordering"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // Hooks observe the dispatcher (metrics). Any field may be nil. Every job
@@ -42,12 +43,10 @@ type Config struct {
 	// have run them sooner. 0 prefetches nothing.
 	Prefetch int
 	Exec     ExecFunc
-	// Paused reports whether a kind is paused: a job of it is given back
-	// instead of started. Nil: none is.
-	Paused func(kind string) bool
-	// Cancelled reports whether an operator asked to cancel the task with
-	// this id: it is recorded dead, not started. Nil: none was.
-	Cancelled func(id int64) bool
+	// Control says which kinds are paused (a job of one is given back
+	// instead of started) and which tasks an operator asked to cancel
+	// (recorded dead, not started); see internal/control. Nil: none.
+	Control Control
 	// Wake receives a value whenever new work may be due (NOTIFY).
 	Wake <-chan struct{}
 	// ClaimAhead claims tasks due within this much of now and starts each
@@ -72,6 +71,12 @@ type Config struct {
 	ReconcileDelay time.Duration
 	Logger         *slog.Logger
 	Hooks          Hooks
+}
+
+// Control is the operators' run-time decisions the dispatcher honours.
+type Control interface {
+	Paused(kind string) bool
+	Cancelled(id int64) bool
 }
 
 // Dispatcher claims, runs and finishes tasks for one node.
@@ -195,7 +200,7 @@ func (d *Dispatcher) startHandedOver(epoch int64, jobs []store.Claimed) {
 			if f := d.cfg.Hooks.Claimed; f != nil {
 				f(job) // its release reports Finished
 			}
-			d.finish.add(job, Result{Outcome: store.OutcomeRelease}, 0)
+			d.finish.add(job, Result{Outcome: pgschedtype.OutcomeRelease}, 0)
 			continue
 		}
 		d.start(term, job)

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // finisher writes outcomes in batches.
@@ -360,7 +361,7 @@ func (f *finisher) finish(ctx context.Context, epoch int64, items []finishItem) 
 			Partition: it.job.Partition, OrderingID: it.job.OrderingID, ID: it.job.ID, ClaimedAt: it.job.ClaimedAt,
 			Outcome: it.res.Outcome, RetryIn: it.res.RetryIn, Error: it.res.Error,
 		}
-		if it.res.Outcome == store.OutcomeCompleted || it.res.Outcome == store.OutcomeDead {
+		if it.res.Outcome == pgschedtype.OutcomeCompleted || it.res.Outcome == pgschedtype.OutcomeDead {
 			finished++
 		}
 	}
@@ -414,7 +415,7 @@ func (f *finisher) settle(epoch int64, items []finishItem, res store.Finished, n
 		if h := f.cfg.Hooks.Finished; h != nil {
 			res := it.res
 			if !applied[it.job.ID] {
-				res = Result{Outcome: Fenced}
+				res = Result{Outcome: pgschedtype.OutcomeFenced}
 			}
 			h(it.job, res, it.ran)
 		}
@@ -471,7 +472,7 @@ func countRefused(items []finishItem) int {
 // same statement (pgsched.finish_tasks), fenced the same way.
 func (d *Dispatcher) RecordCompletedTx(ctx context.Context, tx store.DBTX, job *Job) (bool, error) {
 	res, err := d.cfg.Store.Finish(ctx, tx, d.cfg.Node.ID(), job.Epoch, []store.Outcome{{
-		Partition: job.Partition, OrderingID: job.OrderingID, ID: job.ID, ClaimedAt: job.ClaimedAt, Outcome: store.OutcomeCompleted,
+		Partition: job.Partition, OrderingID: job.OrderingID, ID: job.ID, ClaimedAt: job.ClaimedAt, Outcome: pgschedtype.OutcomeCompleted,
 	}}, store.Handover{})
 	if err != nil {
 		return false, fmt.Errorf("recording completion: %w", err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // Job is a claimed task on its way to a handler.
@@ -53,9 +54,8 @@ func (j *Job) StartLateness() time.Duration {
 
 // Result is what a handler's run came to.
 type Result struct {
-	// Outcome is one of store.OutcomeCompleted, OutcomeRetry, OutcomeDead,
-	// OutcomeRelease.
-	Outcome string
+	// Outcome is completed, retry, dead or release.
+	Outcome pgschedtype.Outcome
 	// RetryIn is the delay before the retry (OutcomeRetry).
 	RetryIn time.Duration
 	// Error explains a retry or death.
@@ -68,7 +68,3 @@ type Result struct {
 // ExecFunc runs one job. ctx ends when the node loses its lease or the
 // drain timeout passes during a stop.
 type ExecFunc func(ctx context.Context, job *Job) Result
-
-// Fenced is the outcome Hooks.Finished reports for a job whose outcome was
-// not recorded because the node's term no longer held the task.
-const Fenced = "fenced"

@@ -13,6 +13,7 @@ import (
 	"github.com/pgsched/pgsched/internal/lease"
 	"github.com/pgsched/pgsched/internal/pgtest"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // TestQueuedGivenBackWhenTermEnds: claimed tasks waiting for a handler
@@ -55,7 +56,7 @@ func TestQueuedGivenBackWhenTermEnds(t *testing.T) {
 			if job.Kind == "stuck" {
 				<-stuck // ignores ctx, as a misbehaving handler would
 			}
-			return dispatch.Result{Outcome: store.OutcomeCompleted}
+			return dispatch.Result{Outcome: pgschedtype.OutcomeCompleted}
 		},
 	})
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pgsched/pgsched/internal/lease"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // untrack forgets jobs whose outcome is settled, unless a newer job of
@@ -44,7 +45,7 @@ func (d *Dispatcher) reconcile(ctx context.Context, term *lease.Term) error {
 		for _, h := range held {
 			if j, ok := d.known[h.ID]; !ok || j.Epoch != term.Epoch {
 				lost = append(lost, store.Outcome{Partition: h.Partition, OrderingID: h.OrderingID, ID: h.ID,
-					ClaimedAt: h.ClaimedAt, Outcome: store.OutcomeRelease})
+					ClaimedAt: h.ClaimedAt, Outcome: pgschedtype.OutcomeRelease})
 			}
 		}
 		d.knownMu.Unlock()

@@ -18,6 +18,7 @@ import (
 	"github.com/pgsched/pgsched/internal/lease"
 	"github.com/pgsched/pgsched/internal/pgtest"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -132,14 +133,14 @@ func start(t *testing.T) *fixture {
 				<-f.block
 			}
 			f.order <- job.UniquenessKey
-			return dispatch.Result{Outcome: store.OutcomeCompleted}
+			return dispatch.Result{Outcome: pgschedtype.OutcomeCompleted}
 		},
 		Hooks: dispatch.Hooks{
 			Reconciled: func(n int) { f.given.Add(int64(n)) },
 			Claimed:    func(*dispatch.Job) { f.claimed.Add(1) },
 			Finished: func(_ *dispatch.Job, res dispatch.Result, _ time.Duration) {
 				f.settled.Add(1)
-				if res.Outcome == dispatch.Fenced {
+				if res.Outcome == pgschedtype.OutcomeFenced {
 					f.fenced.Add(1)
 				}
 			},

@@ -83,13 +83,12 @@
 //	               (stop: leader_resign, NOTIFY)              │  ▲
 //	                                                 round    └──┘
 //
-// While leading, each round (Planner.Round) does, fenced on the leader row:
-//   - depletion: nodes whose lease ended more than FlexDown ago get their
-//     running tasks given back and their rows deleted;
-//   - a safety-net rescue of running tasks held by any expired node;
-//   - the plan: AssignPartitions and AssignBackups over the member nodes
-//     (every registered node, live or down), written only when it changed;
-//   - completion partitions created ahead and old ones dropped.
+// While leading, each round runs the leader's duties (internal/maintenance:
+// depletion, rescue, pause sweep, cancel prune, completion partitions,
+// recurring ticks), among them this package's plan (Planner.Round, fenced
+// on the leader row): AssignPartitions and AssignBackups over the member
+// nodes (every registered node, live or down), written only when it
+// changed.
 //
 // # Duties: what a node claims from (duties.go)
 //

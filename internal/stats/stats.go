@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // Recorder accumulates a node's outcomes until they are flushed. Its
@@ -33,13 +34,13 @@ type Recorder struct {
 
 // Outcome records one finished attempt: "completed", "retry" or "dead";
 // other outcomes (released, handed back) are not counted.
-func (r *Recorder) Outcome(outcome string) {
+func (r *Recorder) Outcome(outcome pgschedtype.Outcome) {
 	switch outcome {
-	case store.OutcomeCompleted:
+	case pgschedtype.OutcomeCompleted:
 		r.completed.Add(1)
-	case store.OutcomeRetry:
+	case pgschedtype.OutcomeRetry:
 		r.retried.Add(1)
-	case store.OutcomeDead:
+	case pgschedtype.OutcomeDead:
 		r.dead.Add(1)
 	}
 }

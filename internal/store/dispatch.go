@@ -65,14 +65,6 @@ func claimed(partition int32, id int64, orderingID string, scheduledAt time.Time
 	}
 }
 
-// Outcome words understood by Finish.
-const (
-	OutcomeCompleted = "completed"
-	OutcomeRetry     = "retry"
-	OutcomeDead      = "dead"
-	OutcomeRelease   = "release"
-)
-
 // Outcome is what became of one claimed task.
 type Outcome struct {
 	Partition  int
@@ -81,8 +73,8 @@ type Outcome struct {
 	// ClaimedAt is the claim's time as the claim (or handover) returned
 	// it: an outcome applies only to the claim it is for.
 	ClaimedAt time.Time
-	Outcome   string
-	RetryIn   time.Duration // for OutcomeRetry: delay from the database's now
+	Outcome   pgschedtype.Outcome // completed, retry, dead or release
+	RetryIn   time.Duration       // for a retry: delay from the database's now
 	Error     string
 }
 
@@ -139,7 +131,7 @@ func finishParams(node string, epoch int64, outs []Outcome, hand Handover) dbgen
 		arg.OrderingIds[i] = o.OrderingID
 		arg.TaskIds[i] = o.ID
 		arg.ClaimedAts[i] = o.ClaimedAt
-		arg.Outcomes[i] = o.Outcome
+		arg.Outcomes[i] = string(o.Outcome)
 		arg.RetryDelays[i] = o.RetryIn.Seconds()
 		arg.Errors[i] = StorableText(o.Error, MaxErrorBytes)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pgsched/pgsched/internal/partition"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // Fixture is a migrated schema of its own and the store under test on it.
@@ -87,7 +88,7 @@ func task(id string, at time.Time, uk string) store.NewTask {
 }
 
 // outcome is what a handler said of a claimed task.
-func outcome(c store.Claimed, what string) store.Outcome {
+func outcome(c store.Claimed, what pgschedtype.Outcome) store.Outcome {
 	return store.Outcome{Partition: c.Partition, OrderingID: c.OrderingID, ID: c.ID, ClaimedAt: c.ClaimedAt, Outcome: what}
 }
 
@@ -116,7 +117,7 @@ func scheduleManyResults(t *testing.T, f Fixture) {
 	require.Len(t, jobs, 1)
 	_, err := f.Store.ScheduleMany(ctx, f.Pool, []store.NewTask{task("a", at, "1")}, false)
 	require.ErrorIs(t, err, store.ErrRunning, "a running key is refused")
-	done, err := f.Store.Finish(ctx, f.Pool, "n", e, []store.Outcome{outcome(jobs[0], store.OutcomeCompleted)}, store.Handover{})
+	done, err := f.Store.Finish(ctx, f.Pool, "n", e, []store.Outcome{outcome(jobs[0], pgschedtype.OutcomeCompleted)}, store.Handover{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{jobs[0].ID}, done.Applied)
 	require.Equal(t, []string{"already_completed"}, schedule(t, f, task("a", at, "1")), "a completed key never runs again")
@@ -175,7 +176,7 @@ func orderWithinOrderingID(t *testing.T, f Fixture) {
 		jobs := claim(t, f, "n", e, 10)
 		require.Len(t, jobs, 1, "one at a time")
 		order = append(order, jobs[0].UniquenessKey)
-		_, err := f.Store.Finish(ctx, f.Pool, "n", e, []store.Outcome{outcome(jobs[0], store.OutcomeCompleted)}, store.Handover{})
+		_, err := f.Store.Finish(ctx, f.Pool, "n", e, []store.Outcome{outcome(jobs[0], pgschedtype.OutcomeCompleted)}, store.Handover{})
 		require.NoError(t, err)
 	}
 	require.Equal(t, []string{"a", "b2", "b1", "c"}, order)
@@ -186,18 +187,18 @@ func finishIsFencedByClaim(t *testing.T, f Fixture) {
 	e := node(t, f, "n")
 	jobs := claim(t, f, "n", e, 1)
 	require.Len(t, jobs, 1)
-	stale := outcome(jobs[0], store.OutcomeCompleted)
+	stale := outcome(jobs[0], pgschedtype.OutcomeCompleted)
 	stale.ClaimedAt = stale.ClaimedAt.Add(-time.Millisecond)
 	done, err := f.Store.Finish(ctx, f.Pool, "n", e, []store.Outcome{stale}, store.Handover{})
 	require.NoError(t, err)
 	require.Empty(t, done.Applied, "an outcome for another claim changes nothing")
-	done, err = f.Store.Finish(ctx, f.Pool, "n", e+1, []store.Outcome{outcome(jobs[0], store.OutcomeCompleted)}, store.Handover{})
+	done, err = f.Store.Finish(ctx, f.Pool, "n", e+1, []store.Outcome{outcome(jobs[0], pgschedtype.OutcomeCompleted)}, store.Handover{})
 	require.NoError(t, err)
 	require.Empty(t, done.Applied, "nor does another term's")
 	held, err := f.Store.HeldBy(ctx, f.Pool, "n", e)
 	require.NoError(t, err)
 	require.Len(t, held, 1, "still running")
-	done, err = f.Store.Finish(ctx, f.Pool, "n", e, []store.Outcome{outcome(jobs[0], store.OutcomeCompleted)}, store.Handover{})
+	done, err = f.Store.Finish(ctx, f.Pool, "n", e, []store.Outcome{outcome(jobs[0], pgschedtype.OutcomeCompleted)}, store.Handover{})
 	require.NoError(t, err)
 	require.Equal(t, []int64{jobs[0].ID}, done.Applied)
 }
@@ -210,7 +211,7 @@ func finishRetryReleaseDead(t *testing.T, f Fixture) {
 	require.Len(t, jobs, 3)
 	var outs []store.Outcome
 	for _, j := range jobs {
-		o := outcome(j, j.OrderingID)
+		o := outcome(j, pgschedtype.Outcome(j.OrderingID))
 		if j.OrderingID == "retry" {
 			o.RetryIn = time.Hour
 			o.Error = "try later"
@@ -246,7 +247,7 @@ func finishHandsOver(t *testing.T, f Fixture) {
 	require.Equal(t, []string{"o/1", "p/1"}, keys(jobs))
 	var outs []store.Outcome
 	for _, j := range jobs {
-		outs = append(outs, outcome(j, store.OutcomeCompleted))
+		outs = append(outs, outcome(j, pgschedtype.OutcomeCompleted))
 	}
 	done, err := f.Store.Finish(ctx, f.Pool, "n", e, outs, store.Handover{Max: 2, Partitions: all(f), Limit: 16})
 	require.NoError(t, err)
@@ -277,7 +278,7 @@ func manyPartitions(t *testing.T, f Fixture) {
 	require.Greater(t, len(parts), f.Partitions/2, "from most partitions")
 	var outs []store.Outcome
 	for _, j := range jobs {
-		outs = append(outs, outcome(j, store.OutcomeCompleted))
+		outs = append(outs, outcome(j, pgschedtype.OutcomeCompleted))
 	}
 	done, err := f.Store.Finish(ctx, f.Pool, "n", e, outs, store.Handover{Max: 150, Partitions: all(f), Limit: 16})
 	require.NoError(t, err)

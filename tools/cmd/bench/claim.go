@@ -8,6 +8,7 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // claimLatency measures, for each -claim-pending size, how long a node's
@@ -94,7 +95,7 @@ func (b *bench) claimRun(ctx context.Context, pending int) ([]time.Duration, err
 		}
 		j := jobs[0]
 		if _, err := st.Finish(ctx, pool, node, lease.Epoch, []store.Outcome{{
-			Partition: j.Partition, OrderingID: j.OrderingID, ID: j.ID, ClaimedAt: j.ClaimedAt, Outcome: store.OutcomeCompleted,
+			Partition: j.Partition, OrderingID: j.OrderingID, ID: j.ID, ClaimedAt: j.ClaimedAt, Outcome: pgschedtype.OutcomeCompleted,
 		}}, store.Handover{}); err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package pgsched
+package observe
 
 import (
 	"log/slog"

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/pgsched/pgsched/internal/lease"
-	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
-// The executor: a claimed job goes to a handler lane when due, runs with
+// Running: a claimed job goes to a handler lane when due, runs with
 // a context that ends with its node term, and its result goes to the
 // finisher; jobs not started are given back.
 
@@ -57,10 +57,10 @@ func (d *Dispatcher) run(term *lease.Term, job *Job) {
 	// Live, not only the term's context: a node waking from a freeze runs
 	// this before its lease goroutine has seen the loss (see lease.Term).
 	if !term.Live() || d.stopping.Err() != nil || d.abort.Err() != nil || d.paused(job.Kind) {
-		d.finish.add(job, Result{Outcome: store.OutcomeRelease}, 0)
+		d.finish.add(job, Result{Outcome: pgschedtype.OutcomeRelease}, 0)
 		return
 	}
-	if d.cfg.Cancelled != nil && d.cfg.Cancelled(job.ID) {
+	if d.cfg.Control != nil && d.cfg.Control.Cancelled(job.ID) {
 		d.finish.add(job, cancelledResult(""), 0)
 		return
 	}
@@ -77,11 +77,11 @@ func (d *Dispatcher) run(term *lease.Term, job *Job) {
 	cancel(nil)
 	job.cancelMu.Lock()
 	job.cancel = nil
-	if job.cancelled && res.Outcome != store.OutcomeCompleted && res.Outcome != store.OutcomeRelease {
+	if job.cancelled && res.Outcome != pgschedtype.OutcomeCompleted && res.Outcome != pgschedtype.OutcomeRelease {
 		res = cancelledResult(res.Error)
 	}
 	job.cancelMu.Unlock()
-	if res.Outcome == store.OutcomeRetry && d.abort.Err() != nil {
+	if res.Outcome == pgschedtype.OutcomeRetry && d.abort.Err() != nil {
 		// Cancelled by a stop: back in line at once, not after a backoff.
 		res.RetryIn = 0
 	}
@@ -104,7 +104,7 @@ func cancelledResult(handlerErr string) Result {
 	if handlerErr != "" {
 		msg += ": " + handlerErr
 	}
-	return Result{Outcome: store.OutcomeDead, Error: msg}
+	return Result{Outcome: pgschedtype.OutcomeDead, Error: msg}
 }
 
 // CancelTasks cancels the handlers of the running tasks in ids and records
@@ -146,7 +146,7 @@ func (d *Dispatcher) CancelTasks(ids map[int64]bool) {
 }
 
 func (d *Dispatcher) paused(kind string) bool {
-	return d.cfg.Paused != nil && d.cfg.Paused(kind)
+	return d.cfg.Control != nil && d.cfg.Control.Paused(kind)
 }
 
 // GiveBackPaused gives back at once the claimed jobs waiting for a handler
@@ -170,7 +170,7 @@ func (d *Dispatcher) giveBackQueued(match func(*Job) bool) {
 	}
 	d.knownMu.Unlock()
 	for _, j := range back {
-		d.finish.add(j, Result{Outcome: store.OutcomeRelease}, 0)
+		d.finish.add(j, Result{Outcome: pgschedtype.OutcomeRelease}, 0)
 		d.inflight.Add(-1)
 	}
 	if len(back) > 0 {
@@ -224,7 +224,7 @@ func (d *Dispatcher) exec(ctx context.Context, job *Job) (res Result) {
 	defer func() {
 		if r := recover(); r != nil {
 			d.cfg.Logger.Error("handler panicked", "ordering_id", job.OrderingID, "task_id", job.ID, "panic", r)
-			res = Result{Outcome: store.OutcomeRetry, RetryIn: time.Second, Error: fmt.Sprintf("handler panicked: %v", r)}
+			res = Result{Outcome: pgschedtype.OutcomeRetry, RetryIn: time.Second, Error: fmt.Sprintf("handler panicked: %v", r)}
 		}
 	}()
 	return d.cfg.Exec(ctx, job)
