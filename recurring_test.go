@@ -266,3 +266,44 @@ func TestRecurringPauseResumeUpdateDelete(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, list)
 }
+
+// TestRecurringTicksAreMarked: ticks are the tasks recurring_materialize
+// marks, not whatever has a tick-like key. A task a user enqueues under a
+// schedule's name, with a key shaped like a tick's, survives the
+// schedule's pause (which drops its pending ticks) and is not shown as
+// its next tick; the ticks themselves go.
+func TestRecurringTicksAreMarked(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	s := b.db.Schema
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		_, err := b.db.Pool.Exec(ctx, sql, args...)
+		require.NoError(t, err)
+	}
+	exec("SELECT " + s + ".recurring_upsert('nightly', '0 3 * * *')")
+	t1 := time.Date(2099, 1, 1, 3, 0, 0, 0, time.UTC)
+	t2 := t1.Add(24 * time.Hour)
+	var created int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT "+s+".recurring_materialize('nightly', NULL, $1, ARRAY[$2, $3]::timestamptz[])",
+		t2.Add(24*time.Hour), t1, t2).Scan(&created))
+	require.Equal(t, 2, created)
+	_, err := b.client.Schedule(ctx, pgsched.Task{OrderingID: "nightly", ScheduledAt: t1.Add(-time.Hour),
+		UniquenessKey: "tick 2099-01-01T02:00:00Z"})
+	require.NoError(t, err)
+	var ticks int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+s+".heads WHERE ordering_id = 'nightly' AND tick").Scan(&ticks))
+	var backlogTicks int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+s+".backlog WHERE ordering_id = 'nightly' AND tick").Scan(&backlogTicks))
+	require.Equal(t, 2, ticks+backlogTicks, "the two ticks are marked, wherever they sit")
+	var next time.Time
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT next_run_at FROM "+s+".recurring WHERE name = 'nightly'").Scan(&next))
+	require.True(t, next.Equal(t1), "the next tick is the first tick, not the user's earlier task: %s", next)
+
+	exec("SELECT " + s + ".recurring_pause('nightly')")
+	tasks, err := b.client.ListTasks(ctx, pgsched.TaskFilter{OrderingID: "nightly"})
+	require.NoError(t, err)
+	require.Len(t, tasks, 1, "the ticks are dropped, the user's task stays")
+	require.Equal(t, "tick 2099-01-01T02:00:00Z", tasks[0].UniquenessKey)
+}

@@ -30,4 +30,7 @@ type Job struct {
 	RunAt time.Time
 	// ClaimedAt is when this node claimed it, on the database's clock.
 	ClaimedAt time.Time
+	// Tick is true for a recurring schedule's tick: OrderingID is then
+	// the schedule's name.
+	Tick bool
 }

@@ -1,8 +1,8 @@
 -- recurring_drop_ticks removes the ticks of a schedule that are pending and
 -- not yet due (a change, pause or delete of the schedule must leave no
 -- stale tick behind), with the ordering_id's head locked as every writer
--- does. Ticks are the tasks of the schedule's ordering_id whose
--- uniqueness_key starts with 'tick '. Returns how many it removed.
+-- does. Ticks are the tasks of the schedule's ordering_id marked as ticks
+-- (recurring_materialize marks them). Returns how many it removed.
 CREATE OR REPLACE FUNCTION pgsched.recurring_drop_ticks(p_name text)
 RETURNS integer
 LANGUAGE plpgsql
@@ -14,10 +14,10 @@ DECLARE
 BEGIN
     PERFORM pgsched.lock_head(p, p_name);
     DELETE FROM pgsched.backlog b
-    WHERE b.partition_id = p AND b.ordering_id = p_name AND b.uniqueness_key LIKE 'tick %' AND b.scheduled_at > now();
+    WHERE b.partition_id = p AND b.ordering_id = p_name AND b.tick AND b.scheduled_at > now();
     GET DIAGNOSTICS n = ROW_COUNT;
     DELETE FROM pgsched.heads h
-    WHERE h.partition_id = p AND h.ordering_id = p_name AND h.uniqueness_key LIKE 'tick %' AND h.scheduled_at > now()
+    WHERE h.partition_id = p AND h.ordering_id = p_name AND h.tick AND h.scheduled_at > now()
       AND NOT h.running;
     GET DIAGNOSTICS m = ROW_COUNT;
     IF n + m > 0 THEN

@@ -24,7 +24,7 @@ SELECT pgsched.reschedule(
 -- pgsched.claim_due_many), in one transaction.
 -- name: TaskClaimDue :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick
 FROM pgsched.claim_due_many(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sqlc.arg(partition_ids)::integer[],
                             sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8) AS c;
 
@@ -32,7 +32,7 @@ FROM pgsched.claim_due_many(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sq
 -- delegated to it (see pgsched.claim_due_on).
 -- name: TaskClaimDueOn :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick
 FROM pgsched.claim_due_on(sqlc.arg(anchor)::integer, sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint,
                           sqlc.arg(partition_ids)::integer[], sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8) AS c;
 
@@ -49,7 +49,7 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
        coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
-       coalesce(r.claimable, 0)::integer AS claimable
+       coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick
 FROM pgsched.finish_tasks(
     sqlc.arg(node_id)::text,
     sqlc.arg(epoch)::bigint,
@@ -63,7 +63,7 @@ FROM pgsched.finish_tasks(
     sqlc.arg(chain_max)::integer,
     sqlc.arg(chain_partitions)::integer[],
     sqlc.arg(chain_limit)::integer
-) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable);
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick);
 
 -- TaskFinishOn is TaskFinish for tasks of partitions on one Citus worker,
 -- delegated to it (see pgsched.finish_tasks_on).
@@ -74,7 +74,7 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
        coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
-       coalesce(r.claimable, 0)::integer AS claimable
+       coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick
 FROM pgsched.finish_tasks_on(
     sqlc.arg(anchor)::integer,
     sqlc.arg(node_id)::text,
@@ -89,7 +89,7 @@ FROM pgsched.finish_tasks_on(
     sqlc.arg(chain_max)::integer,
     sqlc.arg(chain_partitions)::integer[],
     sqlc.arg(chain_limit)::integer
-) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable);
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick);
 
 -- TaskHeldBy lists the tasks the database says (node_id, epoch) runs. Running
 -- heads have no index (claims stay HOT updates), so this reads the heads

@@ -23,6 +23,7 @@ type PgschedBacklog struct {
 	Revision      int32
 	LastError     pgtype.Text
 	CreatedAt     time.Time
+	Tick          bool
 }
 
 type PgschedBackup struct {
@@ -68,6 +69,7 @@ type PgschedCompletion struct {
 	Attempt       int32
 	NodeID        pgtype.Text
 	CompletedAt   time.Time
+	Tick          bool
 }
 
 type PgschedDead struct {
@@ -96,6 +98,7 @@ type PgschedDeadTask struct {
 	LastError     pgtype.Text
 	NodeID        pgtype.Text
 	DiedAt        time.Time
+	Tick          bool
 }
 
 type PgschedGooseDbVersion struct {
@@ -128,6 +131,7 @@ type PgschedHead struct {
 	NextIds       []int64
 	NextMore      bool
 	Paused        bool
+	Tick          bool
 }
 
 type PgschedKind struct {

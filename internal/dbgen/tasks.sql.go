@@ -286,7 +286,7 @@ func (q *Queries) TaskCancelRunning(ctx context.Context, db DBTX, arg TaskCancel
 
 const taskClaimDue = `-- name: TaskClaimDue :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick
 FROM pgsched.claim_due_many($1::text, $2::bigint, $3::integer[],
                             $4::integer, $5::float8) AS c
 `
@@ -310,6 +310,7 @@ type TaskClaimDueRow struct {
 	Attempt       int32
 	RunAt         time.Time
 	ClaimedAt     time.Time
+	Tick          bool
 }
 
 // TaskClaimDue claims the head task of up to max_tasks due ordering queues
@@ -341,6 +342,7 @@ func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDuePar
 			&i.Attempt,
 			&i.RunAt,
 			&i.ClaimedAt,
+			&i.Tick,
 		); err != nil {
 			return nil, err
 		}
@@ -354,7 +356,7 @@ func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDuePar
 
 const taskClaimDueOn = `-- name: TaskClaimDueOn :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick
 FROM pgsched.claim_due_on($1::integer, $2::text, $3::bigint,
                           $4::integer[], $5::integer, $6::float8) AS c
 `
@@ -379,6 +381,7 @@ type TaskClaimDueOnRow struct {
 	Attempt       int32
 	RunAt         time.Time
 	ClaimedAt     time.Time
+	Tick          bool
 }
 
 // TaskClaimDueOn is TaskClaimDue for partitions on one Citus worker,
@@ -410,6 +413,7 @@ func (q *Queries) TaskClaimDueOn(ctx context.Context, db DBTX, arg TaskClaimDueO
 			&i.Attempt,
 			&i.RunAt,
 			&i.ClaimedAt,
+			&i.Tick,
 		); err != nil {
 			return nil, err
 		}
@@ -428,7 +432,7 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
        coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
-       coalesce(r.claimable, 0)::integer AS claimable
+       coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick
 FROM pgsched.finish_tasks(
     $1::text,
     $2::bigint,
@@ -442,7 +446,7 @@ FROM pgsched.finish_tasks(
     $10::integer,
     $11::integer[],
     $12::integer
-) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable)
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick)
 `
 
 type TaskFinishParams struct {
@@ -474,6 +478,7 @@ type TaskFinishRow struct {
 	RunAt         time.Time
 	ClaimedAt     time.Time
 	Claimable     int32
+	Tick          bool
 }
 
 // TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
@@ -518,6 +523,7 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams)
 			&i.RunAt,
 			&i.ClaimedAt,
 			&i.Claimable,
+			&i.Tick,
 		); err != nil {
 			return nil, err
 		}
@@ -536,7 +542,7 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
        coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
-       coalesce(r.claimable, 0)::integer AS claimable
+       coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick
 FROM pgsched.finish_tasks_on(
     $1::integer,
     $2::text,
@@ -551,7 +557,7 @@ FROM pgsched.finish_tasks_on(
     $11::integer,
     $12::integer[],
     $13::integer
-) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable)
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick)
 `
 
 type TaskFinishOnParams struct {
@@ -584,6 +590,7 @@ type TaskFinishOnRow struct {
 	RunAt         time.Time
 	ClaimedAt     time.Time
 	Claimable     int32
+	Tick          bool
 }
 
 // TaskFinishOn is TaskFinish for tasks of partitions on one Citus worker,
@@ -625,6 +632,7 @@ func (q *Queries) TaskFinishOn(ctx context.Context, db DBTX, arg TaskFinishOnPar
 			&i.RunAt,
 			&i.ClaimedAt,
 			&i.Claimable,
+			&i.Tick,
 		); err != nil {
 			return nil, err
 		}

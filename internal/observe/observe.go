@@ -7,7 +7,6 @@ package observe
 
 import (
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/pgsched/pgsched/internal/dispatch"
@@ -45,7 +44,7 @@ func (t *Tasks) Started(job *dispatch.Job, lateness time.Duration) {
 	t.Stats.Started(lateness)
 	late := max(lateness.Seconds(), 0)
 	t.Metrics.Lateness.Observe(late)
-	if strings.HasPrefix(job.UniquenessKey, "tick ") {
+	if job.Tick {
 		t.Metrics.RecurringLateness.Observe(late)
 	}
 }
