@@ -59,6 +59,12 @@ func cpuSplit(start cpuSample) string {
 	return fmt.Sprintf("cpu: bench process %.2f cores, rest %.2f, idle %.2f", self, max(busy-self, 0), idle)
 }
 
+// selfCPU returns the CPU time this process used since start.
+func selfCPU(start cpuSample) (time.Duration, bool) {
+	end := sampleCPU()
+	return end.self - start.self, end.self > 0
+}
+
 // cpuCores returns the cores this process and everything else used since
 // start; ok is false where they cannot be read.
 func cpuCores(start cpuSample) (self, rest float64, ok bool) {

@@ -17,3 +17,6 @@ func cpuCores(cpuSample) (self, rest float64, ok bool) { return 0, 0, false }
 
 // serverCPU has nothing to say off Linux.
 func serverCPU() map[string]time.Duration { return nil }
+
+// selfCPU has nothing to say off Linux.
+func selfCPU(cpuSample) (time.Duration, bool) { return 0, false }

@@ -34,6 +34,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -114,6 +115,7 @@ func run(ctx context.Context) error {
 	flag.IntVar(&b.consoleTasks, "console-tasks", 1_000_000, "pending tasks, and as many dead ones, for the console workload (a multiple of 10)")
 	tombstones := flag.String("tombstones", "0,100000000", "comma-separated counts of completion records present for the tombstones workload; the ratios compare the last to the first")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (Go side) to this file")
+	memProfile := flag.String("memprofile", "", "write a heap allocation profile of the whole run (Go side) to this file")
 	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g), recurring (h), console (i); empty runs all")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -126,6 +128,15 @@ func run(ctx context.Context) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer func() {
+			if f, err := os.Create(*memProfile); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				_ = f.Close()
+			}
+		}()
 	}
 
 	for _, s := range strings.Split(*claimPending, ",") {

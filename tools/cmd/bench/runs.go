@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -29,7 +30,7 @@ func (b *bench) burn(ctx context.Context, ids int) (float64, error) {
 	if err := enqueueLoad(ctx, c, b.n, ids, -time.Second); err != nil {
 		return 0, err
 	}
-	cpu, servers := sampleCPU(), serverCPU()
+	cpu, servers, mem := sampleCPU(), serverCPU(), sampleMem()
 	if s := serverCPUPerTask(enqueued, servers, b.n); s != "" && b.citus {
 		fmt.Fprintf(os.Stderr, "enqueue, %d ids: PostgreSQL CPU per 1000 tasks by data directory: %s\n", ids, s)
 	}
@@ -56,11 +57,12 @@ func (b *bench) burn(ctx context.Context, ids int) (float64, error) {
 			fmt.Fprintf(os.Stderr, "burn-down on Citus, %d ids: connections opened per 1000 tasks by server: %s\n", ids, strings.Join(parts, ", "))
 		}
 	}
+	what := "own ordering_id"
+	if ids > 0 {
+		what = fmt.Sprintf("%d ordering_ids", ids)
+	}
+	fmt.Fprintf(os.Stderr, "burn-down, %s: per task in this process: %s\n", what, perTask(cpu, mem, b.n))
 	if s := cpuSplit(cpu); s != "" {
-		what := "own ordering_id"
-		if ids > 0 {
-			what = fmt.Sprintf("%d ordering_ids", ids)
-		}
 		fmt.Fprintf(os.Stderr, "burn-down, %s: %.0f tasks/s; %s\n", what, rate, s)
 	}
 	if b.citus {
@@ -400,4 +402,26 @@ func (b *bench) backlog(ctx context.Context) ([]float64, error) {
 	first := float64(k-1) / stamps[k-1].Sub(stamps[0]).Seconds()
 	last := float64(k-1) / stamps[m-1].Sub(stamps[m-k]).Seconds()
 	return []float64{first, last, all, 100 * last / first}, nil
+}
+
+// memSample is the Go heap's allocation counters at a point in time.
+type memSample struct{ mallocs, bytes uint64 }
+
+func sampleMem() memSample {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return memSample{mallocs: m.Mallocs, bytes: m.TotalAlloc}
+}
+
+// perTask says what this process (client, worker and handlers) spent per
+// task of n since the samples: CPU time, where it can be read, and heap
+// allocations, which unlike throughput do not move with the machine's
+// neighbours, so a change in the worker's per-task work shows at once.
+func perTask(cpu cpuSample, mem memSample, n int) string {
+	end := sampleMem()
+	s := fmt.Sprintf("%.1f allocations, %.0f bytes", float64(end.mallocs-mem.mallocs)/float64(n), float64(end.bytes-mem.bytes)/float64(n))
+	if self, ok := selfCPU(cpu); ok {
+		s = fmt.Sprintf("%.2f µs CPU, %s", float64(self.Microseconds())/float64(n), s)
+	}
+	return s
 }
