@@ -64,11 +64,15 @@ func (d *Dispatcher) run(term *lease.Term, job *Job) {
 		d.finish.add(job, cancelledResult(""), 0)
 		return
 	}
-	ctx, cancel := context.WithCancelCause(d.handlerContext(term))
+	hc := d.handlerContext(term)
+	ctx, cancel := context.WithCancelCause(hc.base)
 	job.cancelMu.Lock()
 	job.cancel = cancel
-	if job.cancelled { // asked between the start and now
+	switch {
+	case job.cancelled: // asked between the start and now
 		cancel(ErrCancelled)
+	case hc.ctx.Err() != nil: // the term ended before cancel was set (see handlerContext)
+		cancel(context.Cause(hc.ctx))
 	}
 	job.cancelMu.Unlock()
 	began := time.Now()
@@ -181,28 +185,54 @@ func (d *Dispatcher) giveBackQueued(match func(*Job) bool) {
 // termContext is the context handlers of one term run under.
 type termContext struct {
 	term *lease.Term
-	ctx  context.Context
+	// ctx ends when the term ends or the stop deadline passes; base
+	// carries its values but not its end, and is what each handler's own
+	// context derives from (see handlerContext).
+	ctx, base context.Context
 }
 
-// handlerContext returns the context for handlers run under term: it ends
-// when the term ends or the stop deadline passes. One per term, shared by
-// its handlers: a context derived per task would register every task with
-// the term's context under one lock, a cost paid per task on the hot path.
-func (d *Dispatcher) handlerContext(term *lease.Term) context.Context {
+// handlerContext returns the contexts for handlers run under term. Each
+// handler's context derives from base, which never ends, so creating and
+// ending one touches nothing shared: derived from ctx, every task would
+// register with it and unregister under its one lock, a cost paid per
+// task on the hot path. When ctx ends, one sweep cancels the contexts of
+// the term's running handlers with its cause, and a handler starting
+// after the sweep sees ctx ended (run).
+func (d *Dispatcher) handlerContext(term *lease.Term) *termContext {
 	if c := d.handlerCtx.Load(); c != nil && c.term == term {
-		return c.ctx
+		return c
 	}
 	d.handlerMu.Lock()
 	defer d.handlerMu.Unlock()
 	if c := d.handlerCtx.Load(); c != nil && c.term == term {
-		return c.ctx
+		return c
 	}
 	ctx, cancel := context.WithCancel(term.Context())
 	// Registered until the stop deadline (or the end of Run): one per term.
 	context.AfterFunc(d.abort, cancel)
 	ctx = context.WithValue(ctx, fenceKey{}, term)
-	d.handlerCtx.Store(&termContext{term: term, ctx: ctx})
-	return ctx
+	c := &termContext{term: term, ctx: ctx, base: context.WithoutCancel(ctx)}
+	context.AfterFunc(ctx, func() { d.cancelHandlers(c) })
+	d.handlerCtx.Store(c)
+	return c
+}
+
+// cancelHandlers cancels the contexts of the handlers running under c's
+// term, with the cause c.ctx ended with.
+func (d *Dispatcher) cancelHandlers(c *termContext) {
+	cause := context.Cause(c.ctx)
+	d.knownMu.Lock()
+	defer d.knownMu.Unlock()
+	for _, j := range d.known {
+		if j.Epoch != c.term.Epoch {
+			continue
+		}
+		j.cancelMu.Lock()
+		if j.cancel != nil {
+			j.cancel(cause)
+		}
+		j.cancelMu.Unlock()
+	}
 }
 
 type fenceKey struct{}
