@@ -59,17 +59,49 @@ func (k *Kinds) Label(kind string) string {
 	return kind
 }
 
+// seriesKey names a series of a kind vector with at most one label
+// besides the kind: the ones the per-task path asks for.
+type seriesKey struct{ kind, lv string }
+
+// series remembers the series a kind vector handed out, by kind and label,
+// for kinds that label themselves (at most MaxKinds of them, each with the
+// few values a label takes in this package's callers), so that a task's
+// metrics cost one map read instead of a label check, a slice and
+// Prometheus's hashing of the label values per series. Vectors here are
+// never reset, so a remembered series stays the vector's.
+type series[M any] struct{ m sync.Map }
+
+func (s *series[M]) get(kinds *Kinds, kind string, lvs []string, resolve func(lvs []string) M) M {
+	if len(lvs) > 1 {
+		return resolve(withKind(kinds.Label(kind), lvs))
+	}
+	key := seriesKey{kind: kind}
+	if len(lvs) == 1 {
+		key.lv = lvs[0]
+	}
+	if m, ok := s.m.Load(key); ok {
+		return m.(M)
+	}
+	label := kinds.Label(kind)
+	m := resolve(withKind(label, lvs))
+	if label == kind {
+		s.m.Store(key, m)
+	}
+	return m
+}
+
 // KindCounterVec is a counter vector whose first label is the task kind,
 // bounded by a Kinds.
 type KindCounterVec struct {
-	vec   *prometheus.CounterVec
-	kinds *Kinds
+	vec    *prometheus.CounterVec
+	kinds  *Kinds
+	series series[prometheus.Counter]
 }
 
 // WithLabelValues returns the counter for kind (as Kinds labels it) and the
 // other label values, in the vector's label order.
 func (v *KindCounterVec) WithLabelValues(kind string, lvs ...string) prometheus.Counter {
-	return v.vec.WithLabelValues(withKind(v.kinds.Label(kind), lvs)...)
+	return v.series.get(v.kinds, kind, lvs, func(lvs []string) prometheus.Counter { return v.vec.WithLabelValues(lvs...) })
 }
 
 // Describe implements prometheus.Collector.
@@ -81,14 +113,15 @@ func (v *KindCounterVec) Collect(ch chan<- prometheus.Metric) { v.vec.Collect(ch
 // KindHistogramVec is a histogram vector whose first label is the task
 // kind, bounded by a Kinds.
 type KindHistogramVec struct {
-	vec   *prometheus.HistogramVec
-	kinds *Kinds
+	vec    *prometheus.HistogramVec
+	kinds  *Kinds
+	series series[prometheus.Observer]
 }
 
 // WithLabelValues returns the observer for kind (as Kinds labels it) and
 // the other label values, in the vector's label order.
 func (v *KindHistogramVec) WithLabelValues(kind string, lvs ...string) prometheus.Observer {
-	return v.vec.WithLabelValues(withKind(v.kinds.Label(kind), lvs)...)
+	return v.series.get(v.kinds, kind, lvs, func(lvs []string) prometheus.Observer { return v.vec.WithLabelValues(lvs...) })
 }
 
 // Describe implements prometheus.Collector.
