@@ -78,6 +78,27 @@ func cpuCores(start cpuSample) (self, rest float64, ok bool) {
 	return self, max(busy-self, 0), true
 }
 
+// pidCPU is the CPU time process pid has used (0 if it cannot be read).
+func pidCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	st := string(b)
+	closing := strings.LastIndexByte(st, ')')
+	if closing < 0 {
+		return 0
+	}
+	f := strings.Fields(st[closing+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	// Fields after the name: state is 0, utime 11, stime 12.
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * 10 * time.Millisecond
+}
+
 // serverCPU is the CPU time PostgreSQL processes on this machine have
 // used, by data directory (a server's processes run in it), for
 // processes alive at the time of the sample: a pool's backends live

@@ -20,3 +20,6 @@ func serverCPU() map[string]time.Duration { return nil }
 
 // selfCPU has nothing to say off Linux.
 func selfCPU(cpuSample) (time.Duration, bool) { return 0, false }
+
+// pidCPU has nothing to say off Linux.
+func pidCPU(int) time.Duration { return 0 }

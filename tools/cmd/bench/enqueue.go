@@ -120,6 +120,12 @@ func (c *clock) next(at time.Time, k int) time.Time {
 // a large backlog "due now" (offset -1s) stays inside the grace window
 // however long the load takes.
 func enqueueLoad(ctx context.Context, c *pgsched.Client, n, ids int, offset time.Duration) error {
+	return enqueueAt(ctx, c, n, ids, func() time.Time { return time.Now().Add(offset) })
+}
+
+// enqueueAt is enqueueLoad with each batch scheduled at what at returns
+// when the batch is sent (times stay distinct and increasing).
+func enqueueAt(ctx context.Context, c *pgsched.Client, n, ids int, at0 func() time.Time) error {
 	const callers = 4
 	var clk clock
 	var next atomic.Int64
@@ -136,7 +142,7 @@ func enqueueLoad(ctx context.Context, c *pgsched.Client, n, ids int, offset time
 					return
 				}
 				hi = min(hi, n)
-				at := clk.next(time.Now().Add(offset), hi-lo)
+				at := clk.next(at0(), hi-lo)
 				tasks := make([]pgsched.Task, hi-lo)
 				for i := range tasks {
 					id := lo + i

@@ -115,9 +115,13 @@ func run(ctx context.Context) error {
 	flag.IntVar(&b.consoleTasks, "console-tasks", 1_000_000, "pending tasks, and as many dead ones, for the console workload (a multiple of 10)")
 	tombstones := flag.String("tombstones", "0,100000000", "comma-separated counts of completion records present for the tombstones workload; the ratios compare the last to the first")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (Go side) to this file")
+	replicaOf := flag.String("replica-of", "", "internal: run as a worker process of the replicas workload on this schema")
 	memProfile := flag.String("memprofile", "", "write a heap allocation profile of the whole run (Go side) to this file")
-	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g), recurring (h), console (i); empty runs all")
+	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g), recurring (h), console (i), replicas; empty runs all")
 	flag.Parse()
+	if *replicaOf != "" {
+		return b.replicaChild(ctx, *replicaOf)
+	}
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -274,7 +278,7 @@ func (b *bench) workloads() []workload {
 			fmt.Sprintf("claim p50 ratio %s/%s", last, first),
 			fmt.Sprintf("claim p99 ratio %s/%s", last, first))
 	}
-	all = append(all, b.tombstoneWorkload(), b.recurringWorkload(), b.consoleWorkload())
+	all = append(all, b.tombstoneWorkload(), b.recurringWorkload(), b.consoleWorkload(), b.replicasWorkload())
 	return append(all, workload{[]string{"claim-latency", "g"}, claim, b.claimLatency})
 }
 
