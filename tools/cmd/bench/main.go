@@ -82,6 +82,8 @@ type bench struct {
 	schedules     int
 	consoleTasks  int
 	claimDuration time.Duration
+
+	replicaCounts []int
 }
 
 // workload is one or more table rows measured by the same runs.
@@ -115,6 +117,7 @@ func run(ctx context.Context) error {
 	flag.IntVar(&b.consoleTasks, "console-tasks", 1_000_000, "pending tasks, and as many dead ones, for the console workload (a multiple of 10)")
 	tombstones := flag.String("tombstones", "0,100000000", "comma-separated counts of completion records present for the tombstones workload; the ratios compare the last to the first")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (Go side) to this file")
+	replicaCounts := flag.String("replicas", "1,2,4", "comma-separated worker process counts for the replicas workload; the ratio compares the last to the first")
 	replicaOf := flag.String("replica-of", "", "internal: run as a worker process of the replicas workload on this schema")
 	memProfile := flag.String("memprofile", "", "write a heap allocation profile of the whole run (Go side) to this file")
 	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g), recurring (h), console (i), replicas; empty runs all")
@@ -156,6 +159,13 @@ func run(ctx context.Context) error {
 			return fmt.Errorf("-tombstones: bad count %q", s)
 		}
 		b.tombstones = append(b.tombstones, v)
+	}
+	for _, s := range strings.Split(*replicaCounts, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || v < 1 {
+			return fmt.Errorf("-replicas: bad process count %q", s)
+		}
+		b.replicaCounts = append(b.replicaCounts, v)
 	}
 	switch {
 	case b.runs < 1, b.n < 1, b.conc < 1:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,9 +32,6 @@ import (
 // enqueued due at one moment a few seconds on, and the burn-down is timed
 // from that moment until every outcome is recorded.
 
-// replicaCounts are the process counts the workload compares.
-var replicaCounts = []int{1, 2, 4}
-
 // replicaDelay is how far ahead of the enqueue the tasks fall due: long
 // enough for the enqueue to finish first.
 const replicaDelay = 5 * time.Second
@@ -39,11 +39,11 @@ const replicaDelay = 5 * time.Second
 func (b *bench) replicasWorkload() workload {
 	var labels []string
 	for _, what := range []string{"own", "ordered"} {
-		for _, p := range replicaCounts {
+		for _, p := range b.replicaCounts {
 			labels = append(labels, fmt.Sprintf("replicas %s, %d proc, tasks/s", what, p))
 		}
-		last := replicaCounts[len(replicaCounts)-1]
-		labels = append(labels, fmt.Sprintf("replicas %s, %d / 1 proc, %% per run", what, last))
+		last := b.replicaCounts[len(b.replicaCounts)-1]
+		labels = append(labels, fmt.Sprintf("replicas %s, %d / %d proc, %% per run", what, last, b.replicaCounts[0]))
 	}
 	return workload{[]string{"replicas"}, labels, b.replicas}
 }
@@ -52,7 +52,7 @@ func (b *bench) replicas(ctx context.Context) ([]float64, error) {
 	var out []float64
 	for _, ids := range []int{0, 1000} {
 		var one float64
-		for i, procs := range replicaCounts {
+		for i, procs := range b.replicaCounts {
 			rate, err := b.replicaRun(ctx, ids, procs)
 			if err != nil {
 				return nil, err
@@ -88,15 +88,42 @@ func (b *bench) replicaRun(ctx context.Context, ids, procs int) (float64, error)
 			_ = cmd.Wait()
 		}
 	}()
-	for range procs {
+	// Each child prints how many handlers it has run so far; polling the
+	// database instead would hold snapshots open through the run and slow
+	// the very statements it measures.
+	counts := make([]atomic.Int64, procs)
+	enough := make(chan struct{})
+	var closeOnce sync.Once
+	for i := range procs {
 		cmd := exec.CommandContext(ctx, self, "-replica-of", schema,
 			"-concurrency", strconv.Itoa(b.conc), "-prefetch", strconv.Itoa(b.prefetch))
 		cmd.Env = append(os.Environ(), "DATABASE_URL="+b.url)
 		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return 0, err
+		}
 		if err := cmd.Start(); err != nil {
 			return 0, err
 		}
 		children = append(children, cmd)
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				v, err := strconv.ParseInt(sc.Text(), 10, 64)
+				if err != nil {
+					continue
+				}
+				counts[i].Store(v)
+				var sum int64
+				for j := range counts {
+					sum += counts[j].Load()
+				}
+				if sum >= int64(b.n) {
+					closeOnce.Do(func() { close(enough) })
+				}
+			}
+		}()
 	}
 	if err := waitBalanced(ctx, pool, schema, procs); err != nil {
 		return 0, err
@@ -111,6 +138,11 @@ func (b *bench) replicaRun(ctx context.Context, ids, procs int) (float64, error)
 	}
 	time.Sleep(time.Until(due))
 	servers, workers := serverCPU(), processCPU(children)
+	select {
+	case <-enough:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
 	if err := waitEmpty(ctx, pool, schema); err != nil {
 		return 0, err
 	}
@@ -193,11 +225,25 @@ func (b *bench) replicaChild(ctx context.Context, schema string) error {
 		return err
 	}
 	defer pool.Close()
-	w, err := b.worker(ctx, pool, schema, func(*pgsched.Job) {})
+	var ran atomic.Int64
+	w, err := b.worker(ctx, pool, schema, func(*pgsched.Job) { ran.Add(1) })
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
-	stopWorker(w)
-	return nil
+	// Tell the parent how many handlers ran, whenever it changed.
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	var told int64 = -1
+	for {
+		select {
+		case <-ctx.Done():
+			stopWorker(w)
+			return nil
+		case <-tick.C:
+			if v := ran.Load(); v != told {
+				told = v
+				fmt.Println(v)
+			}
+		}
+	}
 }
