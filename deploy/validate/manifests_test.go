@@ -30,11 +30,11 @@ import (
 
 const (
 	manifestDir = "../kubernetes"
-	workerMain  = "../../cmd/worker/main.go"
+	workerDir   = "../../cmd/worker"
 	rootConfig  = "../../config.go"
 
 	// stopSlack is how much longer than its drain timeout a stopping worker
-	// may take (cmd/worker/main.go): Stop is given the drain timeout plus
+	// may take (cmd/worker): Stop is given the drain timeout plus
 	// 10s (announcing the leave takes up to 5s of that), then the HTTP
 	// server up to 5s to shut down.
 	stopSlack = 15 * time.Second
@@ -422,7 +422,7 @@ func setting(t reporter, env map[string]corev1.EnvVar, name string) time.Duratio
 }
 
 // workerDefault reads the default cmd/worker gives the duration variable
-// env, from its source: a flag definition in cmd/worker/main.go such as
+// env, from its source: a flag definition in cmd/worker such as
 //
 //	dur(&o.drainTimeout, "drain-timeout", "PGSCHED_DRAIN_TIMEOUT", pgsched.DefaultDrainTimeout, "...")
 //
@@ -431,23 +431,24 @@ func setting(t reporter, env map[string]corev1.EnvVar, name string) time.Duratio
 // dependencies and pgsched's apart.
 func workerDefault(t reporter, env string) time.Duration {
 	t.Helper()
-	src, err := os.ReadFile(workerMain)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := workerSource(t)
 	m := regexp.MustCompile(`"` + regexp.QuoteMeta(env) + `",\s*([^,]+),`).FindSubmatch(src)
 	if m == nil {
-		t.Fatalf("%s: no flag definition reading %s; update workerDefault", workerMain, env)
+		t.Fatalf("%s: no flag definition reading %s; update workerDefault", workerDir, env)
 	}
 	expr := string(bytes.TrimSpace(m[1]))
-	if name, ok := strings.CutPrefix(expr, "pgsched."); ok {
-		cfg, err := os.ReadFile(rootConfig)
+	if pkg, name, ok := strings.Cut(expr, "."); ok && pkg != "time" {
+		file, ok := constantFiles[pkg]
+		if !ok {
+			t.Fatalf("default of %s: constant %s of a package workerDefault does not know; update constantFiles", env, expr)
+		}
+		cfg, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(name) + `\s*=\s*(.+?)\s*(//.*)?$`).FindSubmatch(cfg)
+		c := regexp.MustCompile(`(?m)^\s*(?:const\s+)?` + regexp.QuoteMeta(name) + `\s*=\s*(.+?)\s*(//.*)?$`).FindSubmatch(cfg)
 		if c == nil {
-			t.Fatalf("%s: no constant %s; update workerDefault", rootConfig, name)
+			t.Fatalf("%s: no constant %s; update workerDefault", file, name)
 		}
 		expr = string(c[1])
 	}
@@ -456,6 +457,37 @@ func workerDefault(t reporter, env string) time.Duration {
 		t.Fatalf("default of %s: %v; update workerDefault", env, err)
 	}
 	return d
+}
+
+// constantFiles are where the packages cmd/worker takes defaults from
+// define them.
+var constantFiles = map[string]string{
+	"pgsched": rootConfig,
+	"webhook": "../../internal/webhook/webhook.go",
+}
+
+// workerSource returns cmd/worker's Go source, its tests left out.
+func workerSource(t reporter) []byte {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(workerDir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var src []byte
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src = append(append(src, b...), '\n')
+	}
+	if len(src) == 0 {
+		t.Fatalf("%s: no Go source", workerDir)
+	}
+	return src
 }
 
 // parseDurationExpr evaluates a Go duration constant of the form
