@@ -84,6 +84,9 @@ type bench struct {
 	claimDuration time.Duration
 
 	replicaCounts []int
+	phase         time.Duration // rebalance: length of each phase
+	leaseTTL      time.Duration // worker LeaseTTL (0: the worker's default)
+	reportStarts  bool          // replica child: print each task's start
 }
 
 // workload is one or more table rows measured by the same runs.
@@ -118,9 +121,12 @@ func run(ctx context.Context) error {
 	tombstones := flag.String("tombstones", "0,100000000", "comma-separated counts of completion records present for the tombstones workload; the ratios compare the last to the first")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (Go side) to this file")
 	replicaCounts := flag.String("replicas", "1,2,4", "comma-separated worker process counts for the replicas workload; the ratio compares the last to the first")
+	flag.DurationVar(&b.phase, "rebalance-phase", 10*time.Second, "length of the rebalance workload's steady, join and leave phases (the crash phase lasts the lease TTL longer)")
+	flag.DurationVar(&b.leaseTTL, "lease-ttl", 0, "worker LeaseTTL in the replicas and rebalance workloads (0: the worker's default)")
+	flag.BoolVar(&b.reportStarts, "report-starts", false, "internal: with -replica-of, print each task's start")
 	replicaOf := flag.String("replica-of", "", "internal: run as a worker process of the replicas workload on this schema")
 	memProfile := flag.String("memprofile", "", "write a heap allocation profile of the whole run (Go side) to this file")
-	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g), recurring (h), console (i), replicas; empty runs all")
+	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g), recurring (h), console (i), replicas, rebalance; empty runs all")
 	flag.Parse()
 	if *replicaOf != "" {
 		return b.replicaChild(ctx, *replicaOf)
@@ -288,7 +294,7 @@ func (b *bench) workloads() []workload {
 			fmt.Sprintf("claim p50 ratio %s/%s", last, first),
 			fmt.Sprintf("claim p99 ratio %s/%s", last, first))
 	}
-	all = append(all, b.tombstoneWorkload(), b.recurringWorkload(), b.consoleWorkload(), b.replicasWorkload())
+	all = append(all, b.tombstoneWorkload(), b.recurringWorkload(), b.consoleWorkload(), b.replicasWorkload(), b.rebalanceWorkload())
 	return append(all, workload{[]string{"claim-latency", "g"}, claim, b.claimLatency})
 }
 
@@ -346,7 +352,7 @@ func (b *bench) fresh(ctx context.Context) (*pgxpool.Pool, *pgsched.Client, stri
 // worker starts a pgsched worker on schema whose handler for every kind is h.
 func (b *bench) worker(ctx context.Context, pool *pgxpool.Pool, schema string, h func(*pgsched.Job)) (*pgsched.Worker, error) {
 	w, err := pgsched.NewWorker(pool, pgsched.WorkerConfig{
-		Schema: schema, Concurrency: b.conc, Prefetch: b.prefetch, Logger: slog.New(slog.DiscardHandler),
+		Schema: schema, Concurrency: b.conc, Prefetch: b.prefetch, LeaseTTL: b.leaseTTL, Logger: slog.New(slog.DiscardHandler),
 		Handlers: map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(_ context.Context, j *pgsched.Job) error {
 			h(j)
 			return nil
