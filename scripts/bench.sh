@@ -7,7 +7,7 @@
 #
 # 1. makes sure PostgreSQL is installed (scripts/ensure-postgres.sh);
 # 2. starts ONE private, durable (fsync on) server: port BENCH_PGPORT
-#    (55450), data dir BENCH_PGDATA (/tmp/pgsched-bench-pg, wiped before and
+#    (25450), data dir BENCH_PGDATA (/tmp/pgsched-bench-pg, wiped before and
 #    after), as OS user postgres when run as root;
 # 3. runs the headline burn-downs in rounds: each round runs pgsched's (a)
 #    and (b) burn-downs, River's burn-downs (tools/peers/cmd/riverbench, from
@@ -50,7 +50,12 @@
 #                                handlers as pgsched runs, as many tasks as
 #                                it holds (running + prefetched), River's
 #                                own benchmark setting
-#   BENCH_RIVER_ONLY             riverbench -only list (burn, enqueue)
+#   BENCH_RIVER_ONLY             riverbench -only list (burn, enqueue,
+#                                sustained: River's duration mode, beside
+#                                pgsched's sustained run)
+#   BENCH_REBALANCE_PHASE (10s)  length of each rebalance phase
+#   BENCH_FLEX_DOWN              worker FlexDown in replicas and rebalance
+#                                (the worker's default, 60s, unless set)
 #   BENCH_GW_CONCURRENCY (24)    graphile-worker concurrency
 #   BENCH_GW_TIMEOUT (900)       seconds before a graphile-worker run gives up
 #   BENCH_PGBENCH_T (20)         seconds per pgbench run
@@ -80,6 +85,7 @@ if [ "$quick" = 1 ]; then
   : "${BENCH_SUSTAINED_DURATION:=5s}" "${BENCH_BACKLOG:=20000}"
   : "${BENCH_CLAIM_PENDING:=1000,20000}" "${BENCH_CLAIM_DURATION:=3s}"
   : "${BENCH_PGBENCH_T:=2}" "${BENCH_PGBENCH_ROWS:=600000}"
+  : "${BENCH_REBALANCE_PHASE:=2s}" "${BENCH_FLEX_DOWN:=3s}"
 fi
 citus_available() {
   local pgbin
@@ -103,7 +109,7 @@ PGBENCH_T="${BENCH_PGBENCH_T:-20}"
 PGBENCH_CLIENTS="${BENCH_PGBENCH_CLIENTS:-8}"
 PGBENCH_ROWS="${BENCH_PGBENCH_ROWS:-4000000}"
 GW_CONC="${BENCH_GW_CONCURRENCY:-24}"
-PGPORT="${BENCH_PGPORT:-55450}"
+PGPORT="${BENCH_PGPORT:-25450}"
 PGDATA_DIR="${BENCH_PGDATA:-/tmp/pgsched-bench-pg}"
 
 ./scripts/ensure-postgres.sh
@@ -209,9 +215,11 @@ args=(-runs "$RUNS" -n "$N")
 [ -n "${BENCH_BACKLOG:-}" ] && args+=(-backlog "$BENCH_BACKLOG")
 [ -n "${BENCH_CLAIM_PENDING:-}" ] && args+=(-claim-pending "$BENCH_CLAIM_PENDING")
 [ -n "${BENCH_CLAIM_DURATION:-}" ] && args+=(-claim-duration "$BENCH_CLAIM_DURATION")
+[ -n "${BENCH_REBALANCE_PHASE:-}" ] && args+=(-rebalance-phase "$BENCH_REBALANCE_PHASE")
+[ -n "${BENCH_FLEX_DOWN:-}" ] && args+=(-flex-down "$BENCH_FLEX_DOWN")
 
 # The headline burn-downs run in rounds (see the top); the rest after.
-pg_all="enqueue,burn-own,burn-ordered,lateness,sustained,backlog,claim-latency"
+pg_all="enqueue,burn-own,burn-ordered,lateness,sustained,backlog,claim-latency,replicas,rebalance"
 pg_head=(); pg_rest=()
 IFS=, read -ra _ws <<<"${BENCH_ONLY:-$pg_all}"
 for w in "${_ws[@]}"; do
@@ -234,11 +242,15 @@ if want citus; then
   fi
 fi
 river_burn=0; river_rest=1
-case ",${BENCH_RIVER_ONLY:-burn,enqueue}," in *,burn,*) river_burn=1 ;; esac
-case ",${BENCH_RIVER_ONLY:-burn,enqueue}," in *,enqueue,*) ;; *) river_rest=0 ;; esac
+river_only=",${BENCH_RIVER_ONLY:-burn,enqueue,sustained},"
+case "$river_only" in *,burn,*) river_burn=1 ;; esac
+river_rest_only="$(for w in enqueue sustained; do case "$river_only" in *,$w,*) printf '%s,' "$w" ;; esac; done)"
+river_rest_only="${river_rest_only%,}"
+[ -z "$river_rest_only" ] && river_rest=0
 
 rargs=(-n "$N")
 [ -n "${BENCH_RIVER_WORKERS:-}" ] && rargs+=(-workers "$BENCH_RIVER_WORKERS")
+[ -n "${BENCH_SUSTAINED_DURATION:-}" ] && rargs+=(-sustained-duration "$BENCH_SUSTAINED_DURATION")
 
 if want graphile-worker; then
   gw="$here/tools/peers/anchors/graphile-worker"
@@ -337,9 +349,9 @@ if want pgsched && [ "${#pg_rest[@]}" -gt 0 ]; then
 fi
 
 if want river && [ "$river_rest" = 1 ]; then
-  echo "bench.sh: River $riverver (tools/peers/cmd/riverbench ${rargs[*]} -runs $RUNS -only enqueue)" >&2
+  echo "bench.sh: River $riverver (tools/peers/cmd/riverbench ${rargs[*]} -runs $RUNS -only $river_rest_only)" >&2
   section "River $riverver (tools/peers/cmd/riverbench)"
-  DATABASE_URL="$(dsn postgres)" "$tmp/riverbench" "${rargs[@]}" -runs "$RUNS" -only enqueue | collect || failed+=(river)
+  DATABASE_URL="$(dsn postgres)" "$tmp/riverbench" "${rargs[@]}" -runs "$RUNS" -only "$river_rest_only" | collect || failed+=(river)
 fi
 
 # ---- anchors ----

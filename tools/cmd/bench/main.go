@@ -86,6 +86,7 @@ type bench struct {
 	replicaCounts []int
 	phase         time.Duration // rebalance: length of each phase
 	leaseTTL      time.Duration // worker LeaseTTL (0: the worker's default)
+	flexDown      time.Duration // worker FlexDown (0: the worker's default)
 	reportStarts  bool          // replica child: print each task's start
 }
 
@@ -123,6 +124,7 @@ func run(ctx context.Context) error {
 	replicaCounts := flag.String("replicas", "1,2,4", "comma-separated worker process counts for the replicas workload; the ratio compares the last to the first")
 	flag.DurationVar(&b.phase, "rebalance-phase", 10*time.Second, "length of the rebalance workload's steady, join and leave phases (the crash phase lasts the lease TTL longer)")
 	flag.DurationVar(&b.leaseTTL, "lease-ttl", 0, "worker LeaseTTL in the replicas and rebalance workloads (0: the worker's default)")
+	flag.DurationVar(&b.flexDown, "flex-down", 0, "worker FlexDown in the replicas and rebalance workloads (0: the worker's default)")
 	flag.BoolVar(&b.reportStarts, "report-starts", false, "internal: with -replica-of, print each task's start")
 	replicaOf := flag.String("replica-of", "", "internal: run as a worker process of the replicas workload on this schema")
 	memProfile := flag.String("memprofile", "", "write a heap allocation profile of the whole run (Go side) to this file")
@@ -352,7 +354,7 @@ func (b *bench) fresh(ctx context.Context) (*pgxpool.Pool, *pgsched.Client, stri
 // worker starts a pgsched worker on schema whose handler for every kind is h.
 func (b *bench) worker(ctx context.Context, pool *pgxpool.Pool, schema string, h func(*pgsched.Job)) (*pgsched.Worker, error) {
 	w, err := pgsched.NewWorker(pool, pgsched.WorkerConfig{
-		Schema: schema, Concurrency: b.conc, Prefetch: b.prefetch, LeaseTTL: b.leaseTTL, Logger: slog.New(slog.DiscardHandler),
+		Schema: schema, Concurrency: b.conc, Prefetch: b.prefetch, LeaseTTL: b.leaseTTL, FlexDown: b.flexDown, Logger: slog.New(slog.DiscardHandler),
 		Handlers: map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(_ context.Context, j *pgsched.Job) error {
 			h(j)
 			return nil

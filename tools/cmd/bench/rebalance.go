@@ -64,9 +64,12 @@ func (b *bench) rebalance(ctx context.Context) ([]float64, error) {
 	if _, err := waitBalanced(ctx, pool, schema, 3); err != nil {
 		return nil, fmt.Errorf("rebalance: %w", err)
 	}
-	ttl := b.leaseTTL
+	ttl, flex := b.leaseTTL, b.flexDown
 	if ttl <= 0 {
 		ttl = pgsched.DefaultLeaseTTL
+	}
+	if flex <= 0 {
+		flex = pgsched.DefaultFlexDown
 	}
 
 	pctx, stopProducer := context.WithCancel(ctx)
@@ -183,8 +186,8 @@ func (b *bench) rebalance(ctx context.Context) ([]float64, error) {
 	disorder := outOfOrder(starts)
 	out = append(out, balanced...)
 	out = append(out, float64(disorder))
-	fmt.Fprintf(os.Stderr, "%s balanced again after join %.2f s, leave %.2f s; after the crash every partition served again in %.2f s (lease TTL %s), spread evenly in %.2f s; %d tasks, %d out of order\n",
-		line, balanced[0], balanced[1], balanced[2], ttl, balanced[3], enqueued.Load(), disorder)
+	fmt.Fprintf(os.Stderr, "%s balanced again after join %.2f s, leave %.2f s; after the crash every partition served again in %.2f s (lease TTL %s), spread evenly in %.2f s (FlexDown %s); %d tasks, %d out of order\n",
+		line, balanced[0], balanced[1], balanced[2], ttl, balanced[3], flex, enqueued.Load(), disorder)
 	return out, nil
 }
 

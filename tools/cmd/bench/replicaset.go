@@ -57,6 +57,9 @@ func (s *replicaSet) add(ctx context.Context) (*replica, error) {
 	if s.b.leaseTTL > 0 {
 		args = append(args, "-lease-ttl", s.b.leaseTTL.String())
 	}
+	if s.b.flexDown > 0 {
+		args = append(args, "-flex-down", s.b.flexDown.String())
+	}
 	if s.starts {
 		args = append(args, "-report-starts")
 	}

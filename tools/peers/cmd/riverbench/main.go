@@ -49,6 +49,11 @@ type bench struct {
 	fetchPoll     time.Duration
 	logger        *slog.Logger
 	seq           int
+
+	sustainedDuration  time.Duration
+	sustainedProducers int
+	sustainedBatch     int
+	sustainedWorkers   int
 }
 
 func run(ctx context.Context, args []string) error {
@@ -61,7 +66,11 @@ func run(ctx context.Context, args []string) error {
 	// defaults (100 ms, 1 s) are much slower for a burn-down.
 	fs.DurationVar(&b.fetchCooldown, "fetch-cooldown", 2*time.Millisecond, "River FetchCooldown")
 	fs.DurationVar(&b.fetchPoll, "fetch-poll-interval", 20*time.Millisecond, "River FetchPollInterval")
-	only := fs.String("only", "", "comma-separated workloads to run (burn, enqueue); empty runs all")
+	fs.DurationVar(&b.sustainedDuration, "sustained-duration", 60*time.Second, "measured window of the sustained run (as cmd/bench's)")
+	fs.IntVar(&b.sustainedProducers, "sustained-producers", 2, "concurrent producers in the sustained run (as cmd/bench's)")
+	fs.IntVar(&b.sustainedBatch, "sustained-batch", 500, "jobs per InsertMany call in the sustained run (as cmd/bench's ScheduleMany)")
+	fs.IntVar(&b.sustainedWorkers, "sustained-workers", 2000, "MaxWorkers in the sustained run (River's own benchmark setting)")
+	only := fs.String("only", "", "comma-separated workloads to run (burn, enqueue, sustained); empty runs all")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,8 +82,8 @@ func run(ctx context.Context, args []string) error {
 		}
 		workerCounts = append(workerCounts, v)
 	}
-	if b.runs < 1 || b.n < 1 {
-		return errors.New("-runs and -n must be positive")
+	if b.runs < 1 || b.n < 1 || b.sustainedProducers < 1 || b.sustainedBatch < 1 || b.sustainedWorkers < 1 {
+		return errors.New("-runs, -n and the -sustained- counts must be positive")
 	}
 	b.url = os.Getenv("DATABASE_URL")
 	if b.url == "" {
@@ -96,6 +105,7 @@ func run(ctx context.Context, args []string) error {
 		workload{"enqueue", "river single Insert x 16 callers, jobs/s", b.enqueueSingle},
 		workload{"enqueue", "river InsertMany 10k/call x 4, jobs/s", b.enqueueBatch(false)},
 		workload{"enqueue", "river InsertManyFast 10k/call x 4, jobs/s", b.enqueueBatch(true)},
+		workload{"sustained", fmt.Sprintf("river sustained %s: completed, jobs/s", b.sustainedDuration), b.sustained},
 	)
 	selected := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
@@ -357,4 +367,61 @@ func (b *bench) enqueueBatch(fast bool) func(context.Context) (float64, error) {
 		}
 		return float64(b.n) / time.Since(start).Seconds(), nil
 	}
+}
+
+// sustained mirrors cmd/bench's sustained run, as River's own benchmark's
+// duration mode does: producers insert available jobs with InsertMany
+// as fast as they can while one client with -sustained-workers works
+// them, for -sustained-duration. It returns completed jobs/s and prints
+// the inserted rate and what was left.
+func (b *bench) sustained(ctx context.Context) (float64, error) {
+	var worked, inserted atomic.Int64
+	e, cleanup, err := b.fresh(ctx, b.sustainedWorkers, func() { worked.Add(1) })
+	if err != nil {
+		return 0, err
+	}
+	defer cleanup()
+	if err := e.client.Start(ctx); err != nil {
+		return 0, err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = e.client.Stop(stopCtx)
+	}()
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	errs := make([]error, b.sustainedProducers)
+	start := time.Now()
+	for p := range b.sustainedProducers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := 0; pctx.Err() == nil; seq += b.sustainedBatch {
+				if _, err := e.client.InsertMany(pctx, params(b.sustainedBatch, seq, nil)); err != nil {
+					if pctx.Err() == nil {
+						errs[p] = err
+					}
+					return
+				}
+				inserted.Add(int64(b.sustainedBatch))
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-time.After(b.sustainedDuration):
+	}
+	done, added := worked.Load(), inserted.Load()
+	elapsed := time.Since(start).Seconds()
+	stop()
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(os.Stderr, "river sustained %s, %d workers: %.0f completed/s while %.0f/s were inserted; %d left\n",
+		b.sustainedDuration, b.sustainedWorkers, float64(done)/elapsed, float64(added)/elapsed, added-done)
+	return float64(done) / elapsed, nil
 }
