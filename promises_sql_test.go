@@ -228,3 +228,48 @@ func keys(m map[string]sqlClaimed) []string {
 	}
 	return out
 }
+
+// TestCompletedKeyRememberedThroughRetention: a completed key never runs
+// again within the completion retention. The leader's upkeep
+// (ensure_completion_partitions, called as the clock moves on) drops only
+// whole days older than the retention, so enqueueing the key again at any
+// moment up to the retention after its completion answers
+// already_completed and stores nothing; a day past it, the tombstone is
+// gone (the test's clock does move the upkeep).
+func TestCompletedKeyRememberedThroughRetention(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	s := b.db.Schema
+	// A grace window long enough to enqueue the key again as the test goes.
+	_, err := b.db.Pool.Exec(ctx, "SELECT * FROM "+s+".configure(grace => '1 hour', completion_retention => '2 days')")
+	require.NoError(t, err)
+	at := time.Now().Add(-time.Second).Truncate(time.Microsecond)
+	schedule := func() string {
+		t.Helper()
+		var res string
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT "+s+".schedule('kept', $1, 'k')", at).Scan(&res))
+		return res
+	}
+	require.Equal(t, "inserted", schedule())
+	epoch := sqlRegister(t, b.db, "retention-node")
+	claimed := sqlClaim(t, b.db, b.db.Pool, "retention-node", epoch, 10)
+	require.Len(t, claimed, 1)
+	sqlFinish(t, b.db, "retention-node", epoch, claimed, "completed", 0)
+	var completedAt time.Time
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT completed_at FROM "+s+".completions WHERE ordering_id = 'kept'").Scan(&completedAt))
+
+	upkeep := func(now time.Time) {
+		t.Helper()
+		_, err := b.db.Pool.Exec(ctx, "SELECT "+s+".ensure_completion_partitions($1, 3)", now)
+		require.NoError(t, err)
+	}
+	for h := 0; h <= 48; h += 6 {
+		now := completedAt.Add(time.Duration(h) * time.Hour)
+		upkeep(now)
+		require.Equal(t, "already_completed", schedule(), "%dh after the completion, within the 2-day retention", h)
+		require.Zero(t, countRows(t, b, "tasks"))
+	}
+	upkeep(completedAt.Add(3*24*time.Hour + time.Second))
+	require.Equal(t, "inserted", schedule(), "a whole day past the retention the tombstone is gone")
+}
