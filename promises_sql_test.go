@@ -273,3 +273,52 @@ func TestCompletedKeyRememberedThroughRetention(t *testing.T) {
 	upkeep(completedAt.Add(3*24*time.Hour + time.Second))
 	require.Equal(t, "inserted", schedule(), "a whole day past the retention the tombstone is gone")
 }
+
+// TestRecurringTicksMaterializedOnce: two leaders (one that has not yet
+// noticed it lost the lead, say) read a schedule at the same moment and
+// each computes its next ticks from its own clock, so their tick times
+// differ. recurring_materialize is a compare and set on the schedule's
+// next tick: the first creates its ticks and moves the schedule on, the
+// second changes nothing, and the schedule has one task per tick. The next
+// round, from the schedule as now stored, goes on.
+func TestRecurringTicksMaterializedOnce(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	s := b.db.Schema
+	var res string
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT "+s+".recurring_upsert('twice', '@every 1h')").Scan(&res))
+	require.Equal(t, "inserted", res)
+	var expected *time.Time
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT next_tick FROM "+s+".recurring_schedules WHERE name = 'twice'").Scan(&expected))
+	require.Nil(t, expected, "a new schedule has no next tick yet")
+
+	materialize := func(expected *time.Time, next time.Time, ticks ...time.Time) int {
+		t.Helper()
+		var n int
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT "+s+".recurring_materialize('twice', $1, $2, $3)", expected, next, ticks).Scan(&n))
+		return n
+	}
+	now := time.Now().Truncate(time.Second)
+	first, second := now.Add(time.Hour), now.Add(time.Hour+time.Second)
+	require.Equal(t, 1, materialize(nil, first.Add(time.Hour), first), "the first leader creates its tick")
+	require.Equal(t, -1, materialize(nil, second.Add(time.Hour), second), "the second, comparing with what it read, changes nothing")
+
+	ticks := func() []time.Time {
+		t.Helper()
+		rows, err := b.db.Pool.Query(ctx, "SELECT scheduled_at FROM "+s+".tasks WHERE ordering_id = 'twice' ORDER BY scheduled_at")
+		require.NoError(t, err)
+		out, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+		require.NoError(t, err)
+		return out
+	}
+	got := ticks()
+	require.Len(t, got, 1, "one task for the tick: %v", got)
+	require.True(t, got[0].Equal(first))
+	var stored time.Time
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT next_tick FROM "+s+".recurring_schedules WHERE name = 'twice'").Scan(&stored))
+	require.True(t, stored.Equal(first.Add(time.Hour)), "the schedule moved on as the first leader said: %s", stored)
+
+	require.Equal(t, 1, materialize(&stored, first.Add(2*time.Hour), first.Add(time.Hour)), "the next round goes on from there")
+	require.Len(t, ticks(), 2)
+}
