@@ -1,0 +1,74 @@
+package pgsched_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/pgtest"
+)
+
+// TestRetryPolicyBackoff: the delay after the n-th failed run is
+// MinBackoff doubled n-1 times, capped at MaxBackoff, then spread by up to
+// Jitter either way; unset fields take their documented defaults (1s, 5m,
+// 0.2). And the worker waits that long: a failed run of a kind with its
+// own policy is due again after that kind's backoff.
+func TestRetryPolicyBackoff(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	exact := pgsched.RetryPolicy{MinBackoff: 100 * ms, MaxBackoff: time.Second, Jitter: -1}
+	half := pgsched.RetryPolicy{MinBackoff: 100 * ms, MaxBackoff: time.Second, Jitter: 0.5}
+	for _, c := range []struct {
+		name    string
+		policy  pgsched.RetryPolicy
+		attempt int
+		rnd     float64
+		want    time.Duration
+	}{
+		{"first", exact, 1, 0.3, 100 * ms},
+		{"doubles", exact, 2, 0.3, 200 * ms},
+		{"doubles again", exact, 3, 0.3, 400 * ms},
+		{"and again", exact, 4, 0.3, 800 * ms},
+		{"capped", exact, 5, 0.3, time.Second},
+		{"stays capped", exact, 60, 0.3, time.Second},
+		{"jitter low end", half, 3, 0, 200 * ms},
+		{"jitter middle", half, 3, 0.5, 400 * ms},
+		{"jitter high end", half, 3, 0.75, 500 * ms},
+		{"jitter on the cap", half, 9, 0, 500 * ms},
+		{"defaults", pgsched.RetryPolicy{}, 1, 0.5, time.Second},
+		{"default jitter", pgsched.RetryPolicy{}, 1, 0, 800 * ms},
+		{"default cap", pgsched.RetryPolicy{}, 30, 0.5, 5 * time.Minute},
+		{"cap below the minimum", pgsched.RetryPolicy{MinBackoff: time.Second, MaxBackoff: ms, Jitter: -1}, 3, 0.5, time.Second},
+	} {
+		require.Equal(t, c.want, c.policy.Backoff(c.attempt, c.rnd), "%s: attempt %d, rnd %v", c.name, c.attempt, c.rnd)
+	}
+
+	b := setupClient(t)
+	ctx := context.Background()
+	cfg := fastConfig(b.db.Schema)
+	failed := make(chan time.Time, 1)
+	cfg.Handlers = map[string]pgsched.Handler{"slow-retry": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error {
+		failed <- time.Now()
+		return errors.New("fails once, then waits for its backoff")
+	})}
+	cfg.KindRetry = map[string]pgsched.RetryPolicy{"slow-retry": {MinBackoff: time.Hour, Jitter: -1}}
+	outcomes := watchOutcomes(&cfg)
+	startWorker(t, b.db, cfg)
+	_, err := b.client.Schedule(ctx, pgsched.Task{OrderingID: "backoff", ScheduledAt: time.Now(), Kind: "slow-retry"})
+	require.NoError(t, err)
+	var ranAt time.Time
+	select {
+	case ranAt = <-failed:
+	case <-time.After(pgtest.Patience(10 * time.Second)):
+		t.Fatal("the task did not run")
+	}
+	outcomes.waitFor(t, 10*time.Second, func(l *outcomeLog) bool { return l.count("retry") == 1 }, "the failure recorded")
+	var runAt time.Time
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT run_at FROM "+b.db.Schema+".tasks WHERE ordering_id = 'backoff'").Scan(&runAt))
+	wait := runAt.Sub(ranAt)
+	require.True(t, wait > 59*time.Minute && wait < 61*time.Minute, "due again after the kind's backoff of 1h, not %s", wait)
+}
