@@ -3,6 +3,7 @@ package pgsched_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -71,4 +72,41 @@ func TestRetryPolicyBackoff(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT run_at FROM "+b.db.Schema+".tasks WHERE ordering_id = 'backoff'").Scan(&runAt))
 	wait := runAt.Sub(ranAt)
 	require.True(t, wait > 59*time.Minute && wait < 61*time.Minute, "due again after the kind's backoff of 1h, not %s", wait)
+}
+
+// TestScheduleManyTxOnlyIfCommitted: ScheduleManyTx enqueues in the
+// caller's transaction, as ScheduleTx does: nothing of the batch is seen
+// outside it before it commits, nothing is left if it rolls back, and all
+// of it is there once it commits.
+func TestScheduleManyTxOnlyIfCommitted(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	at := time.Now().Add(time.Hour)
+	batch := func(prefix string) []pgsched.Task {
+		return []pgsched.Task{
+			{OrderingID: prefix + "-a", ScheduledAt: at},
+			{OrderingID: prefix + "-a", ScheduledAt: at.Add(time.Second)},
+			{OrderingID: prefix + "-b", ScheduledAt: at},
+		}
+	}
+	for _, commit := range []bool{false, true} {
+		tx, err := b.db.Pool.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = tx.Rollback(ctx) }() // a failure must not leave it open: the pool's Close waits for it
+		res, err := b.client.ScheduleManyTx(ctx, tx, batch(fmt.Sprint("commit-", commit)))
+		require.NoError(t, err)
+		require.Equal(t, []pgsched.Result{pgsched.Inserted, pgsched.Inserted, pgsched.Inserted}, res)
+		require.Zero(t, countRows(t, b, "tasks"), "nothing seen outside the transaction before it commits")
+		if commit {
+			require.NoError(t, tx.Commit(ctx))
+		} else {
+			require.NoError(t, tx.Rollback(ctx))
+			require.Zero(t, countRows(t, b, "tasks"), "nothing left by a rolled back transaction")
+		}
+	}
+	var n int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+b.db.Schema+".tasks WHERE ordering_id LIKE 'commit-true-%'").Scan(&n))
+	require.Equal(t, 3, n, "the committed batch is all there")
+	require.Equal(t, 3, countRows(t, b, "tasks"))
 }
