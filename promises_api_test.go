@@ -110,3 +110,54 @@ func TestScheduleManyTxOnlyIfCommitted(t *testing.T) {
 	require.Equal(t, 3, n, "the committed batch is all there")
 	require.Equal(t, 3, countRows(t, b, "tasks"))
 }
+
+// TestCheckFenceReadsTheTerm: pgsched.CheckFence, which handlers (and the
+// webhook executor) call right before an irreversible step, passes while
+// the node holds the lease its handler runs under, and fails with
+// ErrLeaseExpired once that term is over, also for a context detached
+// from the handler's cancellation (context.WithoutCancel keeps its
+// values): the fence is the term, not the context's Done. A context that
+// is not a handler's passes.
+func TestCheckFenceReadsTheTerm(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	cfg := fastConfig(b.db.Schema)
+	cfg.NodeID = "fence-node"
+	type checks struct{ live, over, detached, other error }
+	started := make(chan struct{}, 1)
+	seen := make(chan checks, 1)
+	cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(hctx context.Context, _ *pgsched.Job) error {
+		live := pgsched.CheckFence(hctx)
+		started <- struct{}{}
+		select {
+		case <-hctx.Done(): // the test takes the node's lease away
+		case <-time.After(pgtest.Patience(20 * time.Second)):
+		}
+		seen <- checks{live: live, over: pgsched.CheckFence(hctx), detached: pgsched.CheckFence(context.WithoutCancel(hctx)),
+			other: pgsched.CheckFence(context.Background())}
+		return hctx.Err()
+	})}
+	startWorker(t, b.db, cfg)
+	_, err := b.client.Schedule(ctx, pgsched.Task{OrderingID: "fenced", ScheduledAt: time.Now()})
+	require.NoError(t, err)
+	select {
+	case <-started:
+	case <-time.After(pgtest.Patience(10 * time.Second)):
+		t.Fatal("the handler did not start")
+	}
+	// The lease is gone (as when the leader depletes a node it took for
+	// dead): the next renewal fails and the term ends.
+	_, err = b.db.Pool.Exec(ctx, "DELETE FROM "+b.db.Schema+".nodes WHERE node_id = 'fence-node'")
+	require.NoError(t, err)
+	var c checks
+	select {
+	case c = <-seen:
+	case <-time.After(pgtest.Patience(30 * time.Second)):
+		t.Fatal("the handler did not return")
+	}
+	require.NoError(t, c.live, "while the term lasts")
+	require.ErrorIs(t, c.over, pgsched.ErrLeaseExpired, "once the term is over")
+	require.ErrorIs(t, c.detached, pgsched.ErrLeaseExpired, "a detached context still carries the term")
+	require.NoError(t, c.other, "not a handler's context")
+}
