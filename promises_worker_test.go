@@ -1,0 +1,97 @@
+package pgsched_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/pgtest"
+)
+
+// runOrder records, in order, the runs a test's handlers saw.
+type runOrder struct {
+	mu   sync.Mutex
+	runs []string
+}
+
+func (l *runOrder) add(s string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.runs = append(l.runs, s)
+}
+
+func (l *runOrder) list() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.runs...)
+}
+
+// receive waits for a value from ch, failing the test after within.
+func receive[T any](t *testing.T, ch <-chan T, within time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(pgtest.Patience(within)):
+		t.Fatalf("not within %s: %s", pgtest.Patience(within), what)
+		panic("unreachable")
+	}
+}
+
+// TestEqualTimesKeepEnqueueOrderAfterRetry: two tasks enqueued one after
+// the other with the same scheduled_at run in enqueue order, also when
+// they were queued behind a running task of a later time that then fails:
+// the retried task goes back behind them, and the first enqueued of the
+// two runs first (their uniqueness keys sort the other way, so an order
+// by key would show).
+func TestEqualTimesKeepEnqueueOrderAfterRetry(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	// Room to enqueue tasks a second before the running one, however slow
+	// the machine.
+	_, err := b.db.Pool.Exec(ctx, "SELECT * FROM "+b.db.Schema+".configure(grace => '1 hour')")
+	require.NoError(t, err)
+	var log runOrder
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	cfg := fastConfig(b.db.Schema)
+	cfg.Handlers = map[string]pgsched.Handler{
+		"first-fails": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
+			log.add(fmt.Sprintf("%s#%d", job.UniquenessKey, job.Attempt))
+			if job.Attempt == 1 {
+				started <- struct{}{}
+				<-release
+				return errors.New("fails once")
+			}
+			return nil
+		}),
+		"*": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
+			log.add(fmt.Sprintf("%s#%d", job.UniquenessKey, job.Attempt))
+			return nil
+		}),
+	}
+	cfg.KindRetry = map[string]pgsched.RetryPolicy{"first-fails": {MinBackoff: 10 * time.Millisecond, Jitter: -1}}
+	outcomes := watchOutcomes(&cfg)
+	startWorker(t, b.db, cfg)
+
+	at := time.Now()
+	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "ties", ScheduledAt: at, UniquenessKey: "running", Kind: "first-fails"})
+	require.NoError(t, err)
+	receive(t, started, 10*time.Second, "the first task starts")
+	earlier := at.Add(-time.Second)
+	for _, uk := range []string{"z-enqueued-first", "a-enqueued-second"} {
+		_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "ties", ScheduledAt: earlier, UniquenessKey: uk})
+		require.NoError(t, err)
+	}
+	close(release)
+	outcomes.completed(t, 3, 10*time.Second)
+	require.Equal(t, []string{"running#1", "z-enqueued-first#1", "a-enqueued-second#1", "running#2"}, log.list(),
+		"by (scheduled_at, enqueue order), the retried task behind the two earlier ones")
+}
