@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsched/pgsched"
@@ -94,4 +95,44 @@ func TestEqualTimesKeepEnqueueOrderAfterRetry(t *testing.T) {
 	outcomes.completed(t, 3, 10*time.Second)
 	require.Equal(t, []string{"running#1", "z-enqueued-first#1", "a-enqueued-second#1", "running#2"}, log.list(),
 		"by (scheduled_at, enqueue order), the retried task behind the two earlier ones")
+}
+
+// TestTxHandlerCompletionCommitsWithItsWrites: a transactional handler's
+// writes and its task's completion commit together or not at all. Here
+// the first run's write breaks a deferred constraint, so its COMMIT fails:
+// the completion must go with it, and the task run again; the second run
+// commits both.
+func TestTxHandlerCompletionCommitsWithItsWrites(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	s := b.db.Schema
+	_, err := b.db.Pool.Exec(ctx, "CREATE TABLE "+s+".effects (id text, CONSTRAINT effects_once UNIQUE (id) DEFERRABLE INITIALLY DEFERRED)")
+	require.NoError(t, err)
+	_, err = b.db.Pool.Exec(ctx, "INSERT INTO "+s+".effects VALUES ('taken')")
+	require.NoError(t, err)
+	cfg := fastConfig(b.db.Schema)
+	cfg.TxHandlers = map[string]pgsched.TxHandler{"*": pgsched.TxHandlerFunc(func(ctx context.Context, tx pgx.Tx, job *pgsched.Job) error {
+		id := "taken" // checked at COMMIT only
+		if job.Attempt > 1 {
+			id = fmt.Sprint("run-", job.Attempt)
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO "+s+".effects VALUES ($1)", id)
+		return err
+	})}
+	outcomes := watchOutcomes(&cfg)
+	startWorker(t, b.db, cfg)
+	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "atomic", ScheduledAt: time.Now()})
+	require.NoError(t, err)
+	outcomes.completed(t, 1, 10*time.Second)
+
+	require.Equal(t, 1, outcomes.count("retry"), "the run whose commit failed is retried")
+	var attempt int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT attempt FROM "+s+".completions WHERE ordering_id = 'atomic'").Scan(&attempt))
+	require.Equal(t, 2, attempt, "completed by the run whose writes committed")
+	rows, err := b.db.Pool.Query(ctx, "SELECT id FROM "+s+".effects ORDER BY id")
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"run-2", "taken"}, ids)
 }
