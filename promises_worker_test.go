@@ -136,3 +136,58 @@ func TestTxHandlerCompletionCommitsWithItsWrites(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{"run-2", "taken"}, ids)
 }
+
+// TestTxHandlerCommitsNothingForALostClaim: when the claim a transactional
+// handler runs under is gone before it returns (a stand-in gave the task
+// back, the task was claimed again), its transaction rolls back: the
+// handler's writes do not commit beside those of the run that completes
+// the task.
+func TestTxHandlerCommitsNothingForALostClaim(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	s := b.db.Schema
+	_, err := b.db.Pool.Exec(ctx, "CREATE TABLE "+s+".effects (id text)")
+	require.NoError(t, err)
+	started := make(chan struct{}, 1)
+	release := make(chan struct{})
+	cfg := fastConfig(b.db.Schema)
+	cfg.TxHandlers = map[string]pgsched.TxHandler{"*": pgsched.TxHandlerFunc(func(ctx context.Context, tx pgx.Tx, job *pgsched.Job) error {
+		if _, err := tx.Exec(ctx, "INSERT INTO "+s+".effects VALUES ($1)", fmt.Sprint("run-", job.Attempt)); err != nil {
+			return err
+		}
+		if job.Attempt == 1 {
+			started <- struct{}{}
+			<-release
+		}
+		return nil
+	})}
+	outcomes := watchOutcomes(&cfg)
+	startWorker(t, b.db, cfg)
+	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "lost", ScheduledAt: time.Now()})
+	require.NoError(t, err)
+	receive(t, started, 10*time.Second, "the first run starts")
+
+	// The claim is given back, as a stand-in's rescue does (rescue_expired
+	// writes the same), while the node's term lasts; the node claims the
+	// task again, and that run waits behind the first in its ordering_id.
+	_, err = b.db.Pool.Exec(ctx, "UPDATE "+s+".heads SET running = false, node_id = NULL, epoch = NULL, claimed_at = NULL, chain = 0 "+
+		"WHERE ordering_id = 'lost' AND running")
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() bool {
+		var attempt int
+		err := b.db.Pool.QueryRow(ctx, "SELECT attempt FROM "+s+".tasks WHERE ordering_id = 'lost' AND state = 'running'").Scan(&attempt)
+		return err == nil && attempt == 2
+	}, "claimed again")
+	close(release)
+	outcomes.completed(t, 1, 10*time.Second)
+
+	rows, err := b.db.Pool.Query(ctx, "SELECT id FROM "+s+".effects ORDER BY id")
+	require.NoError(t, err)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"run-2"}, ids, "the first run's write rolled back with its fenced completion")
+	var attempt int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT attempt FROM "+s+".completions WHERE ordering_id = 'lost'").Scan(&attempt))
+	require.Equal(t, 2, attempt)
+}
