@@ -33,6 +33,18 @@ func (l *runOrder) list() []string {
 	return append([]string(nil), l.runs...)
 }
 
+// gate holds handlers until it opens. Tests open it with t.Cleanup once
+// their workers run, so a failing test does not leave a worker's Stop
+// waiting for a handler that ignores its context.
+type gate struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func newGate() *gate { return &gate{ch: make(chan struct{})} }
+
+func (g *gate) open() { g.once.Do(func() { close(g.ch) }) }
+
 // receive waits for a value from ch, failing the test after within.
 func receive[T any](t *testing.T, ch <-chan T, within time.Duration, what string) T {
 	t.Helper()
@@ -61,14 +73,14 @@ func TestEqualTimesKeepEnqueueOrderAfterRetry(t *testing.T) {
 	require.NoError(t, err)
 	var log runOrder
 	started := make(chan struct{}, 1)
-	release := make(chan struct{})
+	release := newGate()
 	cfg := fastConfig(b.db.Schema)
 	cfg.Handlers = map[string]pgsched.Handler{
 		"first-fails": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
 			log.add(fmt.Sprintf("%s#%d", job.UniquenessKey, job.Attempt))
 			if job.Attempt == 1 {
 				started <- struct{}{}
-				<-release
+				<-release.ch
 				return errors.New("fails once")
 			}
 			return nil
@@ -81,6 +93,7 @@ func TestEqualTimesKeepEnqueueOrderAfterRetry(t *testing.T) {
 	cfg.KindRetry = map[string]pgsched.RetryPolicy{"first-fails": {MinBackoff: 10 * time.Millisecond, Jitter: -1}}
 	outcomes := watchOutcomes(&cfg)
 	startWorker(t, b.db, cfg)
+	t.Cleanup(release.open)
 
 	at := time.Now()
 	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "ties", ScheduledAt: at, UniquenessKey: "running", Kind: "first-fails"})
@@ -91,7 +104,7 @@ func TestEqualTimesKeepEnqueueOrderAfterRetry(t *testing.T) {
 		_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "ties", ScheduledAt: earlier, UniquenessKey: uk})
 		require.NoError(t, err)
 	}
-	close(release)
+	release.open()
 	outcomes.completed(t, 3, 10*time.Second)
 	require.Equal(t, []string{"running#1", "z-enqueued-first#1", "a-enqueued-second#1", "running#2"}, log.list(),
 		"by (scheduled_at, enqueue order), the retried task behind the two earlier ones")
@@ -150,7 +163,7 @@ func TestTxHandlerCommitsNothingForALostClaim(t *testing.T) {
 	_, err := b.db.Pool.Exec(ctx, "CREATE TABLE "+s+".effects (id text)")
 	require.NoError(t, err)
 	started := make(chan struct{}, 1)
-	release := make(chan struct{})
+	release := newGate()
 	cfg := fastConfig(b.db.Schema)
 	cfg.TxHandlers = map[string]pgsched.TxHandler{"*": pgsched.TxHandlerFunc(func(ctx context.Context, tx pgx.Tx, job *pgsched.Job) error {
 		if _, err := tx.Exec(ctx, "INSERT INTO "+s+".effects VALUES ($1)", fmt.Sprint("run-", job.Attempt)); err != nil {
@@ -158,12 +171,13 @@ func TestTxHandlerCommitsNothingForALostClaim(t *testing.T) {
 		}
 		if job.Attempt == 1 {
 			started <- struct{}{}
-			<-release
+			<-release.ch
 		}
 		return nil
 	})}
 	outcomes := watchOutcomes(&cfg)
 	startWorker(t, b.db, cfg)
+	t.Cleanup(release.open)
 	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "lost", ScheduledAt: time.Now()})
 	require.NoError(t, err)
 	receive(t, started, 10*time.Second, "the first run starts")
@@ -179,7 +193,7 @@ func TestTxHandlerCommitsNothingForALostClaim(t *testing.T) {
 		err := b.db.Pool.QueryRow(ctx, "SELECT attempt FROM "+s+".tasks WHERE ordering_id = 'lost' AND state = 'running'").Scan(&attempt)
 		return err == nil && attempt == 2
 	}, "claimed again")
-	close(release)
+	release.open()
 	outcomes.completed(t, 1, 10*time.Second)
 
 	rows, err := b.db.Pool.Query(ctx, "SELECT id FROM "+s+".effects ORDER BY id")
