@@ -205,3 +205,60 @@ func TestTxHandlerCommitsNothingForALostClaim(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT attempt FROM "+s+".completions WHERE ordering_id = 'lost'").Scan(&attempt))
 	require.Equal(t, 2, attempt)
 }
+
+// TestEarlierTermsTasksGivenBackOnRegister: a node that lost its lease
+// (here its row was deleted, as the leader's depletion of a node it took
+// for gone does) registers again under a new epoch and gives back at once
+// what its earlier term still held (here a handler that ignores its
+// cancelled context): the new epoch fences those tasks, and no stand-in
+// serves a node whose lease is live, so they would otherwise wait for the
+// leader's sweep for orphans, once a minute. The task is claimed again;
+// the stuck run's late outcome changes nothing, and the task completes
+// once, by its second run.
+func TestEarlierTermsTasksGivenBackOnRegister(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	s := b.db.Schema
+	cfg := fastConfig(s)
+	cfg.NodeID = "rereg-node"
+	started := make(chan struct{}, 1)
+	release := newGate()
+	var log runOrder
+	cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(_ context.Context, job *pgsched.Job) error {
+		log.add(fmt.Sprint("attempt ", job.Attempt))
+		if job.Attempt == 1 {
+			started <- struct{}{}
+			<-release.ch // stuck in a call that ignores the context
+		}
+		return nil
+	})}
+	outcomes := watchOutcomes(&cfg)
+	startWorker(t, b.db, cfg)
+	t.Cleanup(release.open)
+	_, err := b.client.Schedule(ctx, pgsched.Task{OrderingID: "stuck", ScheduledAt: time.Now()})
+	require.NoError(t, err)
+	receive(t, started, 10*time.Second, "the task starts")
+	var old int64
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT epoch FROM "+s+".tasks WHERE ordering_id = 'stuck' AND state = 'running'").Scan(&old))
+
+	lost := time.Now()
+	_, err = b.db.Pool.Exec(ctx, "DELETE FROM "+s+".nodes WHERE node_id = 'rereg-node'")
+	require.NoError(t, err)
+	// Far below the leader's sweep for orphans (a minute); the node
+	// registers again within a renewal interval and a back-off.
+	eventually(t, 20*time.Second, func() bool {
+		var epoch *int64
+		var held int
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT (SELECT epoch FROM "+s+".nodes WHERE node_id = 'rereg-node'), "+
+			"(SELECT count(*) FROM "+s+".tasks WHERE ordering_id = 'stuck' AND state = 'running' AND epoch = $1)", old).Scan(&epoch, &held))
+		return epoch != nil && *epoch > old && held == 0
+	}, "registered again, the node gives back the task its earlier term held")
+	t.Logf("the earlier term's task was given back %s after the lease was lost", time.Since(lost).Round(time.Millisecond))
+	release.open()
+	outcomes.completed(t, 1, 10*time.Second)
+	var attempt int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT attempt FROM "+s+".completions WHERE ordering_id = 'stuck'").Scan(&attempt))
+	require.Equal(t, 2, attempt, "completed by the run under the new term")
+	require.Equal(t, []string{"attempt 1", "attempt 2"}, log.list())
+}
