@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -261,4 +263,86 @@ func TestEarlierTermsTasksGivenBackOnRegister(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT attempt FROM "+s+".completions WHERE ordering_id = 'stuck'").Scan(&attempt))
 	require.Equal(t, 2, attempt, "completed by the run under the new term")
 	require.Equal(t, []string{"attempt 1", "attempt 2"}, log.list())
+}
+
+// TestLeavingNodeKeepsItsRunningTasks: a node stopping cleanly hands its
+// partitions to its backup at once but drains its running tasks itself,
+// under its lease. The backup, serving those partitions, must not give
+// them back meanwhile: that would run the task a second time while the
+// first run goes on (two runs of one ordering_id at once). Here the
+// backup runs new tasks of the leaving node's partitions (so it has taken
+// them over) while the leaving node's task still runs there, untouched,
+// and completes once, on the leaving node.
+func TestLeavingNodeKeepsItsRunningTasks(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	s := b.db.Schema
+	var runs runOrder
+	started := make(chan struct{}, 1)
+	release := newGate()
+	start := func(node string) *pgsched.Worker {
+		cfg := fastConfig(s)
+		cfg.NodeID = node
+		cfg.DrainTimeout = pgtest.Patience(time.Minute)
+		cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(_ context.Context, job *pgsched.Job) error {
+			runs.add(fmt.Sprintf("%s %s#%d", node, job.OrderingID, job.Attempt))
+			if job.Kind == "long" && job.Attempt == 1 {
+				started <- struct{}{}
+				<-release.ch
+			}
+			return nil
+		})}
+		return startWorker(t, b.db, cfg)
+	}
+	leaving := start("leave-a")
+	start("leave-b")
+	t.Cleanup(release.open)
+	rows := waitSettled(t, b.db, []string{"leave-a", "leave-b"})
+	a, _ := row(rows, "leave-a")
+	var ids []string
+	for i := 0; len(ids) < 2; i++ {
+		if id := fmt.Sprintf("id-%04d", i); slices.Contains(a.Partitions, int32(pgsched.Partition(id, 8))) {
+			ids = append(ids, id)
+		}
+	}
+	longID, probeID := ids[0], ids[1]
+	_, err := b.client.Schedule(ctx, pgsched.Task{OrderingID: longID, ScheduledAt: time.Now(), Kind: "long"})
+	require.NoError(t, err)
+	receive(t, started, 10*time.Second, "leave-a runs the long task")
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- leaving.Stop(ctx) }()
+	eventually(t, 10*time.Second, func() bool {
+		served := servedBy(t, b.db)
+		for _, p := range a.Partitions {
+			if served[p] != "leave-b" {
+				return false
+			}
+		}
+		return true
+	}, "leave-b serves leave-a's partitions")
+	// A task in those partitions runs on leave-b: it has taken them over,
+	// in the very refresh that would give leave-a's tasks back.
+	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: probeID, ScheduledAt: time.Now()})
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() bool { return slices.Contains(runs.list(), "leave-b "+probeID+"#1") },
+		"leave-b runs a new task of leave-a's partitions")
+
+	var state, node string
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT state, node_id FROM "+s+".tasks WHERE ordering_id = $1", longID).Scan(&state, &node))
+	require.Equal(t, "running", state, "the draining node's task is still running")
+	require.Equal(t, "leave-a", node, "on the draining node")
+	release.open()
+	require.NoError(t, receive(t, stopped, 30*time.Second, "leave-a stops once its task is done"))
+
+	var attempt int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT node_id, attempt FROM "+s+".completions WHERE ordering_id = $1", longID).Scan(&node, &attempt))
+	require.Equal(t, "leave-a", node)
+	require.Equal(t, 1, attempt)
+	for _, r := range runs.list() {
+		if strings.Contains(r, longID) {
+			require.Equal(t, "leave-a "+longID+"#1", r, "the long task ran once, on the leaving node")
+		}
+	}
 }
