@@ -346,3 +346,118 @@ func TestLeavingNodeKeepsItsRunningTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseDeadlineCountsFromTheSend: a node's own lease deadline is the
+// time it sent the registration or renewal that set it plus the TTL,
+// never later than the expiry the database recorded (from the statement's
+// start), so a node holds itself fenced by the time the database lets a
+// stand-in take its work. Here a trigger makes every registration and
+// renewal of the node take 800ms, and then refuses renewals: past the
+// database's expiry, CheckFence on a running handler's context fails at
+// every look, for the term whose last renewal was slow and for the next
+// term, whose registration was. A deadline counted from the response
+// would leave the node taking itself for live for 800ms longer.
+func TestLeaseDeadlineCountsFromTheSend(t *testing.T) {
+	t.Parallel()
+	if pgtest.Citus() {
+		t.Skip("slows renewals with a trigger on the nodes table, a reference table on Citus")
+	}
+	b := setupClient(t)
+	ctx := context.Background()
+	s := b.db.Schema
+	const node, slow = "slow-renew", 800 * time.Millisecond
+	cfg := fastConfig(s)
+	cfg.NodeID = node
+	cfg.LeaseTTL = 3 * time.Second // renewed every second, so a renewal of 800ms ends before the next
+	cfg.ClusterInterval = 250 * time.Millisecond
+	handlerCtx := make(chan context.Context, 2)
+	release := newGate()
+	cfg.Handlers = map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(hctx context.Context, _ *pgsched.Job) error {
+		handlerCtx <- hctx
+		<-release.ch
+		return nil
+	})}
+	startWorker(t, b.db, cfg)
+	t.Cleanup(release.open)
+	_, err := b.client.Schedule(ctx, pgsched.Task{OrderingID: "first-term", ScheduledAt: time.Now()})
+	require.NoError(t, err)
+	first := receive(t, handlerCtx, 10*time.Second, "the handler starts")
+	require.NoError(t, pgsched.CheckFence(first), "live while renewals go through")
+
+	// Every write of the node's row takes 800ms; renewals (the epoch
+	// stays) fail once renewals_fail is set.
+	_, err = b.db.Pool.Exec(ctx, fmt.Sprintf(`
+		CREATE TABLE %[1]s.renewals_fail (fail boolean NOT NULL);
+		INSERT INTO %[1]s.renewals_fail VALUES (false);
+		CREATE FUNCTION %[1]s.slow_renewal() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF NEW.epoch = OLD.epoch AND (SELECT fail FROM %[1]s.renewals_fail) THEN
+				RAISE EXCEPTION 'renewals refused by the test';
+			END IF;
+			PERFORM pg_sleep(%[2]f);
+			RETURN NEW;
+		END $$;
+		CREATE TRIGGER slow_renewal BEFORE UPDATE ON %[1]s.nodes FOR EACH ROW WHEN (NEW.node_id = '%[3]s')
+		EXECUTE FUNCTION %[1]s.slow_renewal()`, s, slow.Seconds(), node))
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_, _ = b.db.Pool.Exec(context.Background(), "DROP TRIGGER IF EXISTS slow_renewal ON "+s+".nodes")
+	})
+	var installed time.Time
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT now()").Scan(&installed))
+	eventually(t, 10*time.Second, func() bool {
+		var renewed time.Time
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT renewed_at FROM "+s+".nodes WHERE node_id = $1", node).Scan(&renewed))
+		return renewed.After(installed)
+	}, "a slow renewal went through")
+	_, err = b.db.Pool.Exec(ctx, "UPDATE "+s+".renewals_fail SET fail = true")
+	require.NoError(t, err)
+
+	// fenced looks at hctx from the database's expiry of epoch's lease
+	// until longer than a slow write after it: the node must take itself
+	// for fenced at every look. The expiry is read again before each look
+	// (a renewal under way when renewals began to fail may still land).
+	fenced := func(hctx context.Context, epoch int64) {
+		t.Helper()
+		looks := 0
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		var expires *time.Time
+		for {
+			// Once the node registers again, the term's row is gone and its
+			// last expiry stands.
+			err := b.db.Pool.QueryRow(ctx, "SELECT lease_expires_at FROM "+s+".nodes WHERE node_id = $1 AND epoch = $2", node, epoch).
+				Scan(&expires)
+			if !errors.Is(err, pgx.ErrNoRows) {
+				require.NoError(t, err)
+			}
+			require.NotNil(t, expires, "epoch %d is registered", epoch)
+			now := time.Now()
+			if now.After(expires.Add(slow + 200*time.Millisecond)) {
+				break
+			}
+			err = pgsched.CheckFence(hctx)
+			if now.After(*expires) {
+				looks++
+				require.ErrorIs(t, err, pgsched.ErrLeaseExpired, "epoch %d: %s after the database's expiry of the lease, the node still took itself for live",
+					epoch, now.Sub(*expires).Round(time.Millisecond))
+			}
+			<-tick.C
+		}
+		require.Positive(t, looks)
+	}
+	var epoch1 int64
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT epoch FROM "+s+".tasks WHERE ordering_id = 'first-term'").Scan(&epoch1))
+	fenced(first, epoch1)
+
+	// The next term: registered (slowly, as the trigger lets registrations
+	// through), it claims a new task, and its renewals fail too.
+	receive(t, first.Done(), 10*time.Second, "the first term ends")
+	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "second-term", ScheduledAt: time.Now()})
+	require.NoError(t, err)
+	second := receive(t, handlerCtx, 20*time.Second, "the next term runs the new task")
+	var epoch2 int64
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT epoch FROM "+s+".tasks WHERE ordering_id = 'second-term'").Scan(&epoch2))
+	require.Greater(t, epoch2, epoch1)
+	fenced(second, epoch2)
+}
