@@ -170,3 +170,67 @@ func TestStandInGivesBackAtOnce(t *testing.T) {
 	t.Logf("%s SIGKILLed while running %s; its backup %s ran it again after %s (lease TTL %s)",
 		victim.NodeID, holdID, *victim.Backup, took.Round(time.Millisecond), childTTL)
 }
+
+// TestThawedNodeStartsNothingOfItsTerm: a node claims forty tasks ahead of
+// their time and is frozen (SIGSTOP) before they are due, for longer than
+// its TTL; its backup stands in and runs them all. When the node thaws,
+// every timer of those tasks is overdue and its goroutines race the lease
+// goroutine that would notice the lost term: none of the forty may start
+// on it, since its lease deadline has passed by its own clock (the check
+// before each start). The handler records its start before anything
+// could see a cancelled context, so a start is a start.
+func TestThawedNodeStartsNothingOfItsTerm(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	nodes := []string{"tw-a", "tw-b"}
+	kids := map[string]*child{}
+	for _, n := range nodes {
+		kids[n] = startChild(t, b.db, n, 0, 64, time.Second, "PGSCHED_TEST_CHILD=starts", "CHILD_CLAIM_AHEAD=1s")
+	}
+	rows := waitSettled(t, b.db, nodes)
+	a, _ := row(rows, "tw-a")
+	ids := idsIn(40, a.Partitions)
+	at := time.Now().Add(3 * time.Second)
+	var tasks []pgsched.Task
+	for _, id := range ids {
+		tasks = append(tasks, pgsched.Task{OrderingID: id, ScheduledAt: at})
+	}
+	_, err := b.client.ScheduleMany(context.Background(), tasks)
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() bool {
+		var n int
+		require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+			"SELECT count(*) FROM "+b.db.Schema+".tasks WHERE node_id = 'tw-a'").Scan(&n))
+		return n == len(ids)
+	}, "tw-a claims the tasks")
+	require.NoError(t, kids["tw-a"].cmd.Process.Signal(syscall.SIGSTOP))
+	frozen := time.Now()
+	thawed := false
+	defer func() {
+		if !thawed {
+			_ = kids["tw-a"].cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	t.Logf("tw-a frozen %s before the tasks are due", at.Sub(frozen).Round(time.Millisecond))
+
+	// Thawed only once its lease deadline (its last renewal, sent before
+	// the freeze, plus the TTL) has surely passed.
+	eventually(t, 4*childTTL+10*time.Second, func() bool {
+		return time.Since(frozen) > childTTL && countRows(t, b, "completions") == len(ids)
+	}, "tw-b stands in and runs them, and the TTL passes")
+	require.NoError(t, kids["tw-a"].cmd.Process.Signal(syscall.SIGCONT))
+	thawed = true
+	eventually(t, 20*time.Second, func() bool {
+		r, ok := row(clusterRows(t, b.db), "tw-a")
+		return ok && r.Live && r.Epoch > a.Epoch
+	}, "tw-a registers again under a new epoch")
+	// Stop it so that anything it would still start has started, then look.
+	require.NoError(t, kids["tw-a"].cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, kids["tw-a"].cmd.Wait())
+	for _, s := range kids["tw-a"].starts(t, 10*time.Second) {
+		if slices.Contains(ids, s.OrderingID) {
+			require.True(t, s.At.Before(frozen), "tw-a started %s (attempt %d) at %s, after it was frozen at %s",
+				s.OrderingID, s.Attempt, s.At.Format(time.StampMicro), frozen.Format(time.StampMicro))
+		}
+	}
+}
