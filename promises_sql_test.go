@@ -322,3 +322,36 @@ func TestRecurringTicksMaterializedOnce(t *testing.T) {
 	require.Equal(t, 1, materialize(&stored, first.Add(2*time.Hour), first.Add(time.Hour)), "the next round goes on from there")
 	require.Len(t, ticks(), 2)
 }
+
+// TestExpiredLeaseClaimsNothing: claims and hand-overs need a live lease
+// on the database's clock, whatever the node believes. A node whose lease
+// has run out (its renewals stopped; nobody registered the node id again,
+// so its epoch is still the row's) claims no due task, and its finishes
+// hand no successor over: a stand-in serves its partitions now.
+func TestExpiredLeaseClaimsNothing(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	s := b.db.Schema
+	at := time.Now().Add(-time.Second)
+	_, err := b.db.Pool.Exec(ctx, "SELECT "+s+".schedule_many(ARRAY['chain', 'chain'], ARRAY[$1::timestamptz, $1 + interval '1 millisecond'], ARRAY['1', '2'])", at)
+	require.NoError(t, err)
+	const node = "stale-node"
+	epoch := sqlRegister(t, b.db, node)
+	claimed := sqlClaim(t, b.db, b.db.Pool, node, epoch, 10)
+	require.Len(t, claimed, 1)
+
+	_, err = b.db.Pool.Exec(ctx, "UPDATE "+s+".nodes SET lease_expires_at = now() - interval '1 second' WHERE node_id = $1", node)
+	require.NoError(t, err)
+	_, err = b.db.Pool.Exec(ctx, "SELECT "+s+".schedule('later', $1)", at)
+	require.NoError(t, err)
+	require.Empty(t, sqlClaim(t, b.db, b.db.Pool, node, epoch, 10), "a node whose lease ran out claims nothing")
+	require.Empty(t, sqlFinish(t, b.db, node, epoch, claimed, "completed", 1), "nor is a successor handed over to it")
+	var running int
+	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+s+".tasks WHERE state = 'running'").Scan(&running))
+	require.Zero(t, running)
+
+	// The same node registered again claims as before.
+	epoch = sqlRegister(t, b.db, node)
+	require.ElementsMatch(t, []string{"chain", "later"}, keys(byOrderingID(sqlClaim(t, b.db, b.db.Pool, node, epoch, 10))))
+}
