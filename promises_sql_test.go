@@ -355,3 +355,40 @@ func TestExpiredLeaseClaimsNothing(t *testing.T) {
 	epoch = sqlRegister(t, b.db, node)
 	require.ElementsMatch(t, []string{"chain", "later"}, keys(byOrderingID(sqlClaim(t, b.db, b.db.Pool, node, epoch, 10))))
 }
+
+// TestLeaderNeedsALiveNodeLease: leader_acquire gives the lead only to a
+// node holding a live lease: not to one whose lease ran out (a frozen
+// node that has not noticed yet), even with no leader at all, nor to an
+// epoch the node id no longer holds. A live node takes the lead, and
+// takes it over from a leader whose own node lease is gone, before the
+// leader row itself expires.
+func TestLeaderNeedsALiveNodeLease(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	s := b.db.Schema
+	acquire := func(node string, epoch int64) *int64 {
+		t.Helper()
+		var term *int64
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT "+s+".leader_acquire($1, $2, 600)", node, epoch).Scan(&term))
+		return term
+	}
+	expire := func(node string) {
+		t.Helper()
+		_, err := b.db.Pool.Exec(ctx, "UPDATE "+s+".nodes SET lease_expires_at = now() - interval '1 second' WHERE node_id = $1", node)
+		require.NoError(t, err)
+	}
+	old := sqlRegister(t, b.db, "lead-a")
+	a := sqlRegister(t, b.db, "lead-a")
+	require.Nil(t, acquire("lead-a", old), "an epoch the node id no longer holds does not lead")
+	expire("lead-a")
+	require.Nil(t, acquire("lead-a", a), "a node whose lease ran out does not lead, even with nobody leading")
+
+	bEpoch := sqlRegister(t, b.db, "lead-b")
+	require.NotNil(t, acquire("lead-b", bEpoch), "a live node leads")
+	a = sqlRegister(t, b.db, "lead-a")
+	require.Nil(t, acquire("lead-a", a), "another live node does not take a live leader's lead")
+	expire("lead-b")
+	require.NotNil(t, acquire("lead-a", a), "the lead of a leader whose node lease is gone is taken over")
+	require.Nil(t, acquire("lead-b", bEpoch), "and not renewed by the old leader")
+}
