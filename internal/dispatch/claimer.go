@@ -12,9 +12,10 @@ import (
 // claimer knows which of the node's partitions have due work and claims
 // from them. The due partitions are read again only when work may have
 // become due since the last read: outcomes written, a NOTIFY, a new term
-// or set of partitions, a claim error (all set stale or invalidate), or
-// the time recheckAt (the next not-yet-due task, at the latest one poll
-// interval on). A handler returning frees capacity, not due work:
+// or set of partitions, a claim error (all set stale or invalidate), a
+// claim that took the last due tasks (the partitions may hold more, due
+// later), or the time recheckAt (the next not-yet-due task, at the latest
+// one poll interval on). A handler returning frees capacity, not due work:
 // re-reading on every return probed every served partition per wake-up,
 // mostly to find nothing.
 type claimer struct {
@@ -94,8 +95,16 @@ func (c *claimer) claim(ctx context.Context, term *lease.Term, free int) (jobs [
 	}
 	if len(jobs) < free {
 		// Every partition ran dry (or is locked by others): read again
-		// once work may have become due.
+		// once work may have become due. A claim that took tasks took
+		// what was due within ClaimAhead, and those partitions may hold
+		// tasks due a little later, which the last read did not see (it
+		// gives each partition's earliest only): read again now, so the
+		// wait is timed by what comes due next, not by the poll interval.
+		// A claim that took nothing changed nothing: no read.
 		c.due = nil
+		if len(jobs) > 0 {
+			c.recheckAt = time.Now()
+		}
 	} else {
 		// The claim moved on from a partition only once it ran dry: start
 		// the next one at the last that gave tasks.

@@ -21,8 +21,11 @@
 // pushed. It asks for due partitions again only when work may have become
 // due since it last asked (outcomes written that left heads for a claim:
 // successors not handed over, tasks given back; a NOTIFY, a new term or
-// set of partitions, the timer): a freed slot alone makes nothing due,
-// and neither does a finish that handed every successor over.
+// set of partitions, the timer), and after a claim that took the last
+// tasks due within ClaimAhead, whose partitions may hold tasks due a
+// little later that the read before did not show: a freed slot alone
+// makes nothing due, and neither does a finish that handed every
+// successor over.
 //
 // # Finishing
 //
