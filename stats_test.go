@@ -91,6 +91,23 @@ func TestCountKindsMatchesTasks(t *testing.T) {
 	require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT counted_at FROM "+s+".kind_counted").Scan(&at))
 	require.WithinDuration(t, time.Now(), at, time.Minute)
 
+	// The wait: alpha's due heads were due a minute before the count (its
+	// later backlog is not due), beta's due task is running, not waiting.
+	waits := map[string]*float64{}
+	rows, err := b.db.Pool.Query(ctx, "SELECT kind, extract(epoch FROM oldest_due_age)::float8 FROM "+s+".kinds")
+	require.NoError(t, err)
+	for rows.Next() {
+		var k string
+		var w *float64
+		require.NoError(t, rows.Scan(&k, &w))
+		waits[k] = w
+	}
+	require.NoError(t, rows.Err())
+	require.NotNil(t, waits["alpha"], "alpha has due tasks")
+	require.InDelta(t, at.Sub(past).Seconds(), *waits["alpha"], 0.01, "alpha's oldest due task waited since it was due")
+	require.Nil(t, waits["beta"], "a running task is not waiting")
+	require.Nil(t, waits["gamma"])
+
 	// A count while another is running (a new leader's, say) skips
 	// instead of queueing behind it.
 	tx, err := b.db.Pool.Begin(ctx)

@@ -18,9 +18,14 @@ DELETE FROM pgsched.stats_minutes m WHERE m.minute < now() - interval '1 day';
 -- name: CountKinds :one
 SELECT pgsched.count_kinds() AS kinds;
 
--- CountedPending sums the last count's pending tasks (the pending gauge).
--- name: CountedPending :one
-SELECT coalesce(sum(c.pending), 0)::bigint AS pending FROM pgsched.kind_counts c;
+-- KindsCounted is the leader's last count per kind (the per-kind gauges),
+-- with how long the oldest due task had waited, in seconds, 0 when none
+-- was due.
+-- name: KindsCounted :many
+SELECT c.kind, c.pending, c.due, c.running, c.dead,
+       coalesce(extract(epoch FROM (SELECT k.counted_at FROM pgsched.kind_counted k) - c.oldest_due_at), 0)::float8 AS oldest_due_seconds
+FROM pgsched.kind_counts c
+ORDER BY c.kind;
 
 -- StatsHour is the throughput view's last hour, oldest first, with the
 -- database's clock.

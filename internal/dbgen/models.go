@@ -135,21 +135,24 @@ type PgschedHead struct {
 }
 
 type PgschedKind struct {
-	Kind      string
-	Pending   int64
-	Due       int64
-	Running   int64
-	Dead      int64
-	Paused    interface{}
-	CountedAt time.Time
+	Kind         string
+	Pending      int64
+	Due          int64
+	Running      int64
+	Dead         int64
+	Paused       interface{}
+	CountedAt    time.Time
+	OldestDueAt  *time.Time
+	OldestDueAge int32
 }
 
 type PgschedKindCount struct {
-	Kind    string
-	Pending int64
-	Due     int64
-	Running int64
-	Dead    int64
+	Kind        string
+	Pending     int64
+	Due         int64
+	Running     int64
+	Dead        int64
+	OldestDueAt *time.Time
 }
 
 type PgschedKindCounted struct {

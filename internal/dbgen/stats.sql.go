@@ -21,16 +21,50 @@ func (q *Queries) CountKinds(ctx context.Context, db DBTX) (int32, error) {
 	return kinds, err
 }
 
-const countedPending = `-- name: CountedPending :one
-SELECT coalesce(sum(c.pending), 0)::bigint AS pending FROM pgsched.kind_counts c
+const kindsCounted = `-- name: KindsCounted :many
+SELECT c.kind, c.pending, c.due, c.running, c.dead,
+       coalesce(extract(epoch FROM (SELECT k.counted_at FROM pgsched.kind_counted k) - c.oldest_due_at), 0)::float8 AS oldest_due_seconds
+FROM pgsched.kind_counts c
+ORDER BY c.kind
 `
 
-// CountedPending sums the last count's pending tasks (the pending gauge).
-func (q *Queries) CountedPending(ctx context.Context, db DBTX) (int64, error) {
-	row := db.QueryRow(ctx, countedPending)
-	var pending int64
-	err := row.Scan(&pending)
-	return pending, err
+type KindsCountedRow struct {
+	Kind             string
+	Pending          int64
+	Due              int64
+	Running          int64
+	Dead             int64
+	OldestDueSeconds float64
+}
+
+// KindsCounted is the leader's last count per kind (the per-kind gauges),
+// with how long the oldest due task had waited, in seconds, 0 when none
+// was due.
+func (q *Queries) KindsCounted(ctx context.Context, db DBTX) ([]KindsCountedRow, error) {
+	rows, err := db.Query(ctx, kindsCounted)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []KindsCountedRow{}
+	for rows.Next() {
+		var i KindsCountedRow
+		if err := rows.Scan(
+			&i.Kind,
+			&i.Pending,
+			&i.Due,
+			&i.Running,
+			&i.Dead,
+			&i.OldestDueSeconds,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const statsAdd = `-- name: StatsAdd :exec

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
 )
 
 func TestKindsBounded(t *testing.T) {
@@ -98,4 +99,50 @@ func TestMetricsKindLabelBounded(t *testing.T) {
 	if got := byKind["kind-7"]; got != 1 {
 		t.Errorf("an early kind counts %v, want 1", got)
 	}
+}
+
+// TestKindCountsBounded: kinds beyond the labelled ones are exported
+// summed under _other, with the longest wait among them; a new Set
+// replaces the last one whole (a kind that vanished is no longer
+// exported).
+func TestKindCountsBounded(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewPedanticRegistry()
+	m, err := New(reg)
+	require.NoError(t, err)
+	var counts []KindCount
+	for i := range MaxKinds + 5 {
+		counts = append(counts, KindCount{Kind: fmt.Sprintf("kind-%03d", i), Pending: 2, Due: 1, Dead: 1, OldestDueSeconds: float64(i)})
+	}
+	m.KindCounts.Set(counts)
+	read := func() (map[string]float64, map[string]float64) {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		due, wait := map[string]float64{}, map[string]float64{}
+		for _, mf := range mfs {
+			for _, mt := range mf.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range mt.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				switch {
+				case mf.GetName() == "pgsched_kind_tasks" && labels["state"] == "due":
+					due[labels["kind"]] = mt.GetGauge().GetValue()
+				case mf.GetName() == "pgsched_kind_oldest_due_seconds":
+					wait[labels["kind"]] = mt.GetGauge().GetValue()
+				}
+			}
+		}
+		return due, wait
+	}
+	due, wait := read()
+	require.Len(t, due, MaxKinds+1)
+	require.Equal(t, 5.0, due[OtherKind], "the five kinds past the bound are summed")
+	require.Equal(t, float64(MaxKinds+4), wait[OtherKind], "with the longest wait among them")
+	require.Equal(t, 1.0, due["kind-007"])
+	require.Equal(t, 7.0, wait["kind-007"])
+
+	m.KindCounts.Set([]KindCount{{Kind: "kind-001", Due: 3}})
+	due, _ = read()
+	require.Equal(t, map[string]float64{"kind-001": 3}, due)
 }

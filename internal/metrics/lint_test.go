@@ -25,6 +25,7 @@ func TestPromlint(t *testing.T) {
 	m.BuildInfo.WithLabelValues("v1.0.0", "go1.26").Set(1)
 	m.RecurringTicks.WithLabelValues("on_time").Inc()
 	scheduled.WithLabelValues("inserted").Inc()
+	m.KindCounts.Set([]KindCount{{Kind: "k", Pending: 1, Due: 1, OldestDueSeconds: 2}})
 
 	mfs, err := reg.Gather()
 	require.NoError(t, err)
@@ -32,7 +33,7 @@ func TestPromlint(t *testing.T) {
 	for i, mf := range mfs {
 		names[i] = mf.GetName()
 	}
-	require.Len(t, names, 30, "every metric is gathered: %v", names)
+	require.Len(t, names, 32, "every metric is gathered: %v", names)
 	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
 	require.NoError(t, err)
 	for _, p := range problems {

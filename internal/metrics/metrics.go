@@ -48,6 +48,9 @@ type Metrics struct {
 	// BuildInfo is 1, labelled with the pgsched version and Go release
 	// the worker runs: what a dashboard shows during a rolling upgrade.
 	BuildInfo *prometheus.GaugeVec
+	// KindCounts are the leader's last count per kind (queue depth and
+	// wait), labelled by Kinds too.
+	KindCounts *KindCounts
 }
 
 // kindHelp ends the help of every metric with a kind label.
@@ -84,6 +87,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		Pending: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "pgsched_tasks_pending", Help: "Pending tasks in the whole schema, as the leader last counted them.",
 		}),
+		KindCounts: newKindCounts(kinds),
 		Lateness: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "pgsched_task_start_lateness_seconds", Help: "Claim time minus scheduled time for first attempts.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
@@ -152,7 +156,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"version", "go_version"}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.Executed, m.Retried, m.Dead, m.Claimed, m.HandedOver, m.Reconciled, m.Running, m.Pending,
+		for _, c := range []prometheus.Collector{m.Executed, m.Retried, m.Dead, m.Claimed, m.HandedOver, m.Reconciled, m.Running, m.Pending, m.KindCounts,
 			m.Lateness, m.Duration, m.Rescued, m.NodesActive, m.NodesInactive, m.LeaseEpoch, m.LeaseLost,
 			m.LeaseRenewed, m.Partitions, m.PartitionsServed, m.LeaderCurrent, m.LeaderClaimed, m.LeaderRefreshed,
 			m.BackupAssignments, m.StandInsActive, m.NodesDepleted, m.KindsPaused, m.RecurringTicks, m.RecurringLateness, m.RecurringSetAside, m.BuildInfo} {

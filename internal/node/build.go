@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,6 +28,18 @@ type maintenanceRunners struct {
 // build makes the run's components on the control pool. It starts nothing.
 func (n *Node) build() (*parts, error) {
 	cfg, m, st, ctl := n.cfg, n.cfg.Metrics, n.store, n.ctl
+	// The kinds this node has handlers for label themselves in every
+	// per-kind metric, whatever kinds the counts or tasks show first.
+	kinds := make([]string, 0, len(cfg.Kinds))
+	for k := range cfg.Kinds {
+		if k != "*" {
+			kinds = append(kinds, k)
+		}
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		m.Kinds.Label(k)
+	}
 	p := &parts{wake: make(chan struct{}, 1), dutiesWake: make(chan struct{}, 1), leaderWake: make(chan struct{}, 1),
 		pauseWake: make(chan struct{}, 1), cancelWake: make(chan struct{}, 1)}
 	var err error

@@ -7,6 +7,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsched/pgsched/internal/lease"
+	"github.com/pgsched/pgsched/internal/metrics"
+	"github.com/pgsched/pgsched/internal/store"
 )
 
 // listen wakes the dispatcher on NOTIFY from enqueuers, the duties watcher
@@ -108,12 +110,12 @@ func (n *Node) maintain(ctx context.Context, p *parts) {
 			m.NodesInactive.Set(float64(inactive))
 		}
 		p.nodeDuties.runner.Round(ctx, lease.Leadership{})
-		// The leader counts per kind every few seconds; reading its sum
+		// The leader counts per kind every few seconds; reading its count
 		// every tenth round is fresh enough. Schedules change state rarer
 		// still.
 		if rounds++; rounds%10 == 1 {
-			if k, err := st.CountedPending(ctx, n.ctl); err == nil {
-				m.Pending.Set(float64(k))
+			if counts, err := st.KindsCounted(ctx, n.ctl); err == nil {
+				setKindCounts(m, counts)
 			}
 			if k, err := st.RecurringSetAsideCount(ctx, n.ctl); err == nil {
 				m.RecurringSetAside.Set(float64(k))
@@ -136,4 +138,17 @@ func (n *Node) logReadiness(p *parts) {
 		return
 	}
 	n.cfg.Logger.Info("task outcomes are recorded again; ready")
+}
+
+// setKindCounts exports the leader's last count: the pending total and
+// the per-kind depth and wait.
+func setKindCounts(m *metrics.Metrics, counts []store.KindCount) {
+	var pending int64
+	kc := make([]metrics.KindCount, len(counts))
+	for i, c := range counts {
+		pending += c.Pending
+		kc[i] = metrics.KindCount(c)
+	}
+	m.Pending.Set(float64(pending))
+	m.KindCounts.Set(kc)
 }

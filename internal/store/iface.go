@@ -84,7 +84,7 @@ type Store interface {
 
 	// Counts, history and the console
 	CountKinds(ctx context.Context, db DBTX) (int, error)
-	CountedPending(ctx context.Context, db DBTX) (int64, error)
+	KindsCounted(ctx context.Context, db DBTX) ([]KindCount, error)
 	LastCounted(ctx context.Context, db DBTX) (c Counted, ok bool, err error)
 	AddStats(ctx context.Context, db DBTX, node string, st Stats) error
 	PruneStats(ctx context.Context, db DBTX) (int64, error)

@@ -28,6 +28,11 @@ type StatsMinute = dbgen.StatsHourRow
 // took.
 type Counted = dbgen.ConsoleCountedRow
 
+// KindCount is one kind's row of the leader's last count: its tasks
+// pending, due, running and dead, and how long its oldest due task had
+// waited past its time (0 when none was due).
+type KindCount = dbgen.KindsCountedRow
+
 // AddStats adds st to node's row for the current minute.
 func (s *PG) AddStats(ctx context.Context, db DBTX, node string, st Stats) error {
 	return translate(s.q.StatsAdd(ctx, s.db(db), dbgen.StatsAddParams{
@@ -48,10 +53,11 @@ func (s *PG) CountKinds(ctx context.Context, db DBTX) (int, error) {
 	return int(n), translate(err)
 }
 
-// CountedPending is the last count's pending tasks.
-func (s *PG) CountedPending(ctx context.Context, db DBTX) (int64, error) {
-	n, err := s.q.CountedPending(ctx, s.db(db))
-	return n, translate(err)
+// KindsCounted is the leader's last count, per kind, with the wait of
+// each kind's oldest due task when counted.
+func (s *PG) KindsCounted(ctx context.Context, db DBTX) ([]KindCount, error) {
+	rows, err := s.q.KindsCounted(ctx, s.db(db))
+	return rows, translate(err)
 }
 
 // StatsHour is the cluster's throughput over the last hour, oldest
