@@ -117,6 +117,16 @@ func Permanent(err error) error {
 	return execute.PermanentError{Err: err}
 }
 
+// Snooze, returned by a handler, runs the task again after d without
+// using an attempt and without recording an error: "not yet" rather than
+// "failed". The task stays its ordering_id's head while it waits, so the
+// ordering_id's later tasks wait behind it, and a task can snooze any
+// number of times (MaxAttempts does not apply). From a TxHandler, its
+// transaction is rolled back. A cancel request still ends it.
+func Snooze(d time.Duration) error {
+	return execute.SnoozeError{After: max(d, 0)}
+}
+
 // RetryAfter makes the task retry after d instead of the policy's backoff
 // (attempt limits still apply).
 func RetryAfter(d time.Duration, err error) error {

@@ -21,6 +21,10 @@ const (
 	// stop, a paused kind, a term that ended): pending again at once,
 	// without using an attempt.
 	OutcomeRelease Outcome = "release"
+	// OutcomeSnooze: the handler asked to run the task again later
+	// (pgsched.Snooze): pending again after its delay, without using an
+	// attempt; its ordering_id's later tasks wait behind it.
+	OutcomeSnooze Outcome = "snooze"
 	// OutcomeFenced: not recorded, as the node no longer held the task
 	// when its outcome was written (its term ended; another node may run
 	// it). Never written to the database.

@@ -40,7 +40,7 @@ type chart struct {
 	Top         string // the y axis's top value, labelled
 	Empty       bool
 	From, To    string
-	Totals      [3]int64 // completed, retried, dead over the hour
+	Totals      [4]int64 // completed, retried, dead, snoozed over the hour
 	WorstMillis float64
 }
 
@@ -85,10 +85,14 @@ func hour(rows []store.StatsMinute, now time.Time) (throughput, lateness chart) 
 		throughput.Totals[0] += r.Completed
 		throughput.Totals[1] += r.Retried
 		throughput.Totals[2] += r.Dead
+		throughput.Totals[3] += r.Snoozed
 		b := bar{X: x, W: w, Completed: r.Completed, Retried: r.Retried, Dead: r.Dead,
 			Mean: r.LatenessMean * 1000, Max: r.LatenessMax * 1000}
 		b.Title = fmt.Sprintf("%s UTC: %d completed, %d retried, %d dead (%.1f/s)", r.Minute.UTC().Format("15:04"),
 			r.Completed, r.Retried, r.Dead, float64(r.Completed+r.Retried+r.Dead)/m.seconds)
+		if r.Snoozed > 0 {
+			b.Title += fmt.Sprintf("; %d snoozed", r.Snoozed)
+		}
 		y := chartH
 		for _, s := range []struct {
 			class string

@@ -447,6 +447,13 @@ func deliver(exec *webhook.Executor) func(ctx context.Context, job *pgsched.Job)
 		if err != nil && webhook.IsPermanent(err) {
 			return pgsched.Permanent(err)
 		}
+		// A receiver that says when to come back (429 or 503 with
+		// Retry-After) is busy, not failing: the task waits without using
+		// an attempt.
+		var se *webhook.StatusError
+		if errors.As(err, &se) && se.RetryAfter > 0 {
+			return pgsched.Snooze(se.RetryAfter)
+		}
 		return err
 	}
 }

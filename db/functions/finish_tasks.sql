@@ -2,9 +2,11 @@
 -- outcome 'completed' deletes the task and writes its tombstone, 'dead' moves
 -- it to dead_tasks, 'retry' makes it pending again retry_delay seconds from
 -- now (the database's now), 'release' makes it pending again as it was (a
--- graceful stop gave it back). Only tasks still held by the claim the
--- outcome is for change: (node_id, epoch) and the claim's claimed_at, so
--- a stale node's or a replayed statement's late writes change nothing.
+-- graceful stop gave it back), 'snooze' pending again retry_delay seconds
+-- from now without using the attempt (the handler said "not yet"). Only
+-- tasks still held by the claim the outcome is for change: (node_id,
+-- epoch) and the claim's claimed_at, so a stale node's or a replayed
+-- statement's late writes change nothing.
 -- Returns one row per successor handed straight to the node as running,
 -- shaped as a claim returns it, then one row whose applied holds the ids
 -- of the tasks that changed and claimable how many heads the call left for
@@ -219,13 +221,13 @@ BEGIN
         WITH back AS (
             UPDATE pgsched.heads h
             SET running = false, node_id = NULL, epoch = NULL, claimed_at = NULL, chain = 0,
-                run_at = CASE WHEN b.outcome = 'retry' THEN b.retry_at ELSE h.run_at END,
-                attempt = CASE WHEN b.outcome = 'release' THEN greatest(h.attempt - 1, 0) ELSE h.attempt END,
+                run_at = CASE WHEN b.outcome IN ('retry', 'snooze') THEN b.retry_at ELSE h.run_at END,
+                attempt = CASE WHEN b.outcome IN ('release', 'snooze') THEN greatest(h.attempt - 1, 0) ELSE h.attempt END,
                 last_error = CASE WHEN b.outcome = 'retry' THEN b.err ELSE h.last_error END
             FROM unnest(partition_ids, ordering_ids, task_ids, claimed_ats, outcomes, retry_ats, errors)
                  AS b(p, o, id, ca, outcome, retry_at, err)
             WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
-              AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND b.outcome IN ('retry', 'release')
+              AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND b.outcome IN ('retry', 'release', 'snooze')
             RETURNING h.partition_id, h.ordering_id, h.id
         )
         SELECT array_agg(k.partition_id), array_agg(k.ordering_id), array_agg(k.id)

@@ -310,6 +310,7 @@ type PgschedStatsMinute struct {
 	Started     int64
 	LatenessSum float64
 	LatenessMax float64
+	Snoozed     int64
 }
 
 type PgschedTask struct {
@@ -341,6 +342,7 @@ type PgschedThroughput struct {
 	LatenessMeanSeconds interface{}
 	LatenessMaxSeconds  interface{}
 	Nodes               int64
+	Snoozed             int64
 }
 
 type PgschedTimeline struct {

@@ -69,11 +69,13 @@ func (q *Queries) KindsCounted(ctx context.Context, db DBTX) ([]KindsCountedRow,
 
 const statsAdd = `-- name: StatsAdd :exec
 
-INSERT INTO pgsched.stats_minutes AS s (minute, node_id, completed, retried, dead, started, lateness_sum, lateness_max)
+INSERT INTO pgsched.stats_minutes AS s (minute, node_id, completed, retried, dead, snoozed, started, lateness_sum, lateness_max)
 VALUES (date_trunc('minute', now()), $1::text, $2::bigint, $3::bigint,
-        $4::bigint, $5::bigint, $6::float8, $7::float8)
+        $4::bigint, $5::bigint, $6::bigint, $7::float8,
+        $8::float8)
 ON CONFLICT (minute, node_id) DO UPDATE
 SET completed = s.completed + excluded.completed, retried = s.retried + excluded.retried, dead = s.dead + excluded.dead,
+    snoozed = s.snoozed + excluded.snoozed,
     started = s.started + excluded.started, lateness_sum = s.lateness_sum + excluded.lateness_sum,
     lateness_max = greatest(s.lateness_max, excluded.lateness_max)
 `
@@ -83,6 +85,7 @@ type StatsAddParams struct {
 	Completed   int64
 	Retried     int64
 	Dead        int64
+	Snoozed     int64
 	Started     int64
 	LatenessSum float64
 	LatenessMax float64
@@ -97,6 +100,7 @@ func (q *Queries) StatsAdd(ctx context.Context, db DBTX, arg StatsAddParams) err
 		arg.Completed,
 		arg.Retried,
 		arg.Dead,
+		arg.Snoozed,
 		arg.Started,
 		arg.LatenessSum,
 		arg.LatenessMax,
@@ -106,7 +110,7 @@ func (q *Queries) StatsAdd(ctx context.Context, db DBTX, arg StatsAddParams) err
 
 const statsHour = `-- name: StatsHour :many
 SELECT t.minute::timestamptz AS minute, t.completed::bigint AS completed, t.retried::bigint AS retried, t.dead::bigint AS dead,
-       t.started::bigint AS started, coalesce(t.lateness_mean_seconds, 0)::float8 AS lateness_mean,
+       t.snoozed::bigint AS snoozed, t.started::bigint AS started, coalesce(t.lateness_mean_seconds, 0)::float8 AS lateness_mean,
        coalesce(t.lateness_max_seconds, 0)::float8 AS lateness_max, now()::timestamptz AS db_now
 FROM pgsched.throughput t
 WHERE t.minute > date_trunc('minute', now()) - interval '60 minutes'
@@ -118,6 +122,7 @@ type StatsHourRow struct {
 	Completed    int64
 	Retried      int64
 	Dead         int64
+	Snoozed      int64
 	Started      int64
 	LatenessMean float64
 	LatenessMax  float64
@@ -140,6 +145,7 @@ func (q *Queries) StatsHour(ctx context.Context, db DBTX) ([]StatsHourRow, error
 			&i.Completed,
 			&i.Retried,
 			&i.Dead,
+			&i.Snoozed,
 			&i.Started,
 			&i.LatenessMean,
 			&i.LatenessMax,

@@ -12,6 +12,12 @@ type PermanentError struct{ Err error }
 func (e PermanentError) Error() string { return "permanent failure: " + e.Err.Error() }
 func (e PermanentError) Unwrap() error { return e.Err }
 
+// SnoozeError makes the task run again after After without using an
+// attempt (pgsched.Snooze).
+type SnoozeError struct{ After time.Duration }
+
+func (e SnoozeError) Error() string { return fmt.Sprintf("snoozed for %s", e.After) }
+
 // RetryAfterError makes the task retry after After instead of the
 // policy's backoff; attempt limits still apply (pgsched.RetryAfter).
 type RetryAfterError struct {

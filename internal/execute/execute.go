@@ -113,10 +113,15 @@ func (e *Executor) Run(ctx context.Context, dj *dispatch.Job) dispatch.Result {
 	return Failure(job.Attempt, policy, err)
 }
 
-// Failure is the outcome of a run that returned err: dead for a
+// Failure is the outcome of a run that returned err: a snooze when the
+// handler asked for one (no attempt used, no error recorded), dead for a
 // permanent failure or once the attempts are used up, else a retry after
 // the policy's backoff or the delay RetryAfter names.
 func Failure(attempt int, policy pgschedtype.RetryPolicy, err error) dispatch.Result {
+	var snooze SnoozeError
+	if errors.As(err, &snooze) {
+		return dispatch.Result{Outcome: pgschedtype.OutcomeSnooze, RetryIn: max(snooze.After, 0)}
+	}
 	msg := err.Error()
 	var perm PermanentError
 	if errors.As(err, &perm) {

@@ -62,7 +62,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		Kinds: kinds,
 		Executed: &KindCounterVec{kinds: kinds, vec: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "pgsched_tasks_executed_total", Help: "Task runs by kind and result (completed, retry, dead, release; fenced: the outcome came after the node lost the task, and was not recorded)." + kindHelp,
+			Name: "pgsched_tasks_executed_total", Help: "Task runs by kind and result (completed, retry, dead, release, snooze; fenced: the outcome came after the node lost the task, and was not recorded)." + kindHelp,
 		}, []string{"kind", "result"})},
 		Retried: &KindCounterVec{kinds: kinds, vec: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "pgsched_tasks_retried_total", Help: "Task runs that failed and were scheduled to retry." + kindHelp,

@@ -26,13 +26,13 @@ import (
 // Recorder accumulates a node's outcomes until they are flushed. Its
 // methods are safe for concurrent use.
 type Recorder struct {
-	completed, retried, dead, started atomic.Int64
+	completed, retried, dead, snoozed, started atomic.Int64
 	// lateness sum and worst, in nanoseconds
 	latenessSum, latenessMax atomic.Int64
 	flushing                 sync.Mutex
 }
 
-// Outcome records one finished attempt: "completed", "retry" or "dead";
+// Outcome records one finished run: completed, retry, dead or snooze;
 // other outcomes (released, handed back) are not counted.
 func (r *Recorder) Outcome(outcome pgschedtype.Outcome) {
 	switch outcome {
@@ -42,6 +42,8 @@ func (r *Recorder) Outcome(outcome pgschedtype.Outcome) {
 		r.retried.Add(1)
 	case pgschedtype.OutcomeDead:
 		r.dead.Add(1)
+	case pgschedtype.OutcomeSnooze:
+		r.snoozed.Add(1)
 	}
 }
 
@@ -67,7 +69,7 @@ func raise(v *atomic.Int64, n int64) {
 
 func (r *Recorder) take() store.Stats {
 	return store.Stats{
-		Completed: r.completed.Swap(0), Retried: r.retried.Swap(0), Dead: r.dead.Swap(0),
+		Completed: r.completed.Swap(0), Retried: r.retried.Swap(0), Dead: r.dead.Swap(0), Snoozed: r.snoozed.Swap(0),
 		Started:     r.started.Swap(0),
 		LatenessSum: time.Duration(r.latenessSum.Swap(0)).Seconds(),
 		LatenessMax: time.Duration(r.latenessMax.Swap(0)).Seconds(),
@@ -78,6 +80,7 @@ func (r *Recorder) giveBack(s store.Stats) {
 	r.completed.Add(s.Completed)
 	r.retried.Add(s.Retried)
 	r.dead.Add(s.Dead)
+	r.snoozed.Add(s.Snoozed)
 	r.started.Add(s.Started)
 	r.latenessSum.Add(int64(s.LatenessSum * float64(time.Second)))
 	raise(&r.latenessMax, int64(s.LatenessMax*float64(time.Second)))

@@ -12,7 +12,7 @@ import (
 // Stats are a node's outcomes and first-attempt start lateness since it
 // last added them (stats_minutes).
 type Stats struct {
-	Completed, Retried, Dead int64
+	Completed, Retried, Dead, Snoozed int64
 	// Started first attempts; their lateness summed and the worst, seconds.
 	Started                  int64
 	LatenessSum, LatenessMax float64
@@ -36,7 +36,7 @@ type KindCount = dbgen.KindsCountedRow
 // AddStats adds st to node's row for the current minute.
 func (s *PG) AddStats(ctx context.Context, db DBTX, node string, st Stats) error {
 	return translate(s.q.StatsAdd(ctx, s.db(db), dbgen.StatsAddParams{
-		NodeID: node, Completed: st.Completed, Retried: st.Retried, Dead: st.Dead,
+		NodeID: node, Completed: st.Completed, Retried: st.Retried, Dead: st.Dead, Snoozed: st.Snoozed,
 		Started: st.Started, LatenessSum: st.LatenessSum, LatenessMax: st.LatenessMax,
 	}))
 }

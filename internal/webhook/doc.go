@@ -55,7 +55,10 @@
 //
 //   - 2xx: success, Deliver returns nil.
 //   - 5xx and 429 Too Many Requests: retryable failure, a [*StatusError]
-//     with Permanent false.
+//     with Permanent false. A 429 or 503 with a Retry-After header
+//     (seconds or an HTTP date) carries the wait it asks for in
+//     RetryAfter, which the worker binary turns into a snooze: the task
+//     runs again then without using an attempt.
 //   - 3xx: retryable failure, a [*StatusError] with Permanent false whose
 //     Location is the redirect target's scheme and host only (never its
 //     path, query or user info, nor the response body, which tends to

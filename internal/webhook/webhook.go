@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -217,13 +218,39 @@ func (e *Executor) Deliver(ctx context.Context, t Task) error {
 			Location: redirectTarget(req.URL, resp.Header.Get("Location"))}
 	}
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	return &StatusError{
+	se := &StatusError{
 		Kind:       t.Kind,
 		URL:        Redact(target),
 		StatusCode: code,
 		Body:       strings.ToValidUTF8(string(snippet), "?"),
 		Permanent:  !retryableStatus(code),
 	}
+	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
+		se.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	}
+	return se
+}
+
+// MaxRetryAfter bounds the wait a Retry-After answer asks for.
+const MaxRetryAfter = 24 * time.Hour
+
+// retryAfter reads a Retry-After header, delay-seconds or an HTTP date
+// (RFC 9110 10.2.3), as a wait from now, at most MaxRetryAfter; 0 when
+// there is none or it cannot be read. A date in the past is a wait of a
+// millisecond: the receiver asked for a wait, just not a long one.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseUint(v, 10, 32); err == nil {
+		return min(time.Duration(secs)*time.Second, MaxRetryAfter)
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	return min(max(at.Sub(now), time.Millisecond), MaxRetryAfter)
 }
 
 // retryableStatus: a 3xx is the receiver's misconfiguration (a moved
@@ -326,6 +353,9 @@ type StatusError struct {
 	Location string
 	// Permanent is false for 3xx, 5xx and 429, true for other 4xx.
 	Permanent bool
+	// RetryAfter is the wait a 429 or 503 answer's Retry-After header asks
+	// for (at most MaxRetryAfter); 0 without one.
+	RetryAfter time.Duration
 }
 
 func (e *StatusError) Error() string {

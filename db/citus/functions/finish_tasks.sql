@@ -217,13 +217,13 @@ BEGIN
         WITH back AS (
             UPDATE pgsched.heads h
             SET running = false, node_id = NULL, epoch = NULL, claimed_at = NULL, chain = 0,
-                run_at = CASE WHEN b.outcome = 'retry' THEN b.retry_at ELSE h.run_at END,
-                attempt = CASE WHEN b.outcome = 'release' THEN greatest(h.attempt - 1, 0) ELSE h.attempt END,
+                run_at = CASE WHEN b.outcome IN ('retry', 'snooze') THEN b.retry_at ELSE h.run_at END,
+                attempt = CASE WHEN b.outcome IN ('release', 'snooze') THEN greatest(h.attempt - 1, 0) ELSE h.attempt END,
                 last_error = CASE WHEN b.outcome = 'retry' THEN b.err ELSE h.last_error END
             FROM unnest(partition_ids, ordering_ids, task_ids, claimed_ats, outcomes, retry_ats, errors)
                  AS b(p, o, id, ca, outcome, retry_at, err)
             WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
-              AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND b.outcome IN ('retry', 'release')
+              AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND b.outcome IN ('retry', 'release', 'snooze')
               AND h.partition_id = v_one
             RETURNING h.partition_id, h.ordering_id, h.id
         )
