@@ -90,3 +90,18 @@ func (c *Client) listTasks(ctx context.Context, db store.DBTX, f TaskFilter) ([]
 	}
 	return out, nil
 }
+
+// TaskOutput is the result the handler of the completed task k recorded
+// with Job.RecordOutput: nil when it recorded none, and also when no
+// completion of k is remembered (not completed, or longer ago than the
+// retention window). pgsched.task_output answers the same in SQL.
+func (c *Client) TaskOutput(ctx context.Context, k Key) (json.RawMessage, error) {
+	if err := validateKey(k, -1); err != nil {
+		return nil, err
+	}
+	out, err := c.store.TaskOutput(ctx, c.pool, k.OrderingID, k.ScheduledAt, k.UniquenessKey)
+	if err != nil {
+		return nil, fmt.Errorf("pgsched: task output: %w", err)
+	}
+	return out, nil
+}

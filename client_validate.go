@@ -1,10 +1,9 @@
 package pgsched
 
 import (
-	"encoding/json"
-	"errors"
-	"fmt"
 	"time"
+
+	"github.com/pgsched/pgsched/internal/jsonb"
 )
 
 // The range of timestamptz: a time outside it cannot reach PostgreSQL
@@ -59,21 +58,9 @@ func (r Recurring) inputProblem() string {
 		}
 	}
 	if len(r.Payload) > 0 {
-		if reason := payloadProblem(r.Payload); reason != "" {
+		if reason := jsonb.Problem(r.Payload, MaxPayloadDepth); reason != "" {
 			return "payload " + reason
 		}
-	}
-	return ""
-}
-
-// syntaxDetail says where and why p, which json.Valid refused, is not
-// JSON, for the error only: NaN and Infinity, which some encoders write
-// for floats (Python's json.dumps does by default), are not JSON numbers.
-func syntaxDetail(p []byte) string {
-	var v json.RawMessage
-	var se *json.SyntaxError
-	if err := json.Unmarshal(p, &v); errors.As(err, &se) {
-		return fmt.Sprintf(" (at byte %d: %s)", se.Offset, se.Error())
 	}
 	return ""
 }

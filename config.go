@@ -21,14 +21,20 @@ const (
 	DefaultCountInterval = 10 * time.Second
 	DefaultFinishBatch   = 1000
 	DefaultFinishDelay   = time.Millisecond
+	// DefaultMaxOutputBytes bounds a handler's output unless
+	// WorkerConfig.MaxOutputBytes says otherwise.
+	DefaultMaxOutputBytes = 64 << 10
 )
 
 // The largest Concurrency and Prefetch a WorkerConfig may have. One node
 // runs that many handlers and holds that many more claimed tasks; more
-// work calls for more nodes, not a bigger claim statement.
+// work calls for more nodes, not a bigger claim statement. Outputs are
+// kept with completions, in the finish batches' statements: small ones.
 const (
 	MaxConcurrency = 10_000
 	MaxPrefetch    = 10_000
+	// MaxOutputBytes is the largest output Job.RecordOutput keeps.
+	MaxOutputBytes = pgschedtype.MaxOutputBytes
 )
 
 // ClientConfig configures a Client.
@@ -115,6 +121,11 @@ type WorkerConfig struct {
 	// FinishBatch and FinishDelay tune outcome batching. Default 1000 and 1ms.
 	FinishBatch int
 	FinishDelay time.Duration
+	// MaxOutputBytes bounds the output a handler may record with
+	// Job.RecordOutput; a run whose output is larger fails for good (the
+	// task is dead, with the sizes in its error). Defaults to
+	// DefaultMaxOutputBytes (64 KiB); at most MaxOutputBytes (1 MiB).
+	MaxOutputBytes int
 
 	// Logger receives state transitions. Defaults to discarding.
 	Logger *slog.Logger

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsched/pgsched/internal/schemaversion"
+	"github.com/pgsched/pgsched/pgschedtype"
 )
 
 // Errors a caller tells apart with errors.Is. Config errors and
@@ -46,6 +47,9 @@ var (
 	// what this build's SQL expects. It does not heal by retrying; upgrade
 	// the worker. pgschedmigrate's Up refuses such a schema with it too.
 	ErrSchemaNewer = schemaversion.ErrNewer
+	// ErrInvalidOutput is returned by Job.RecordOutput for a value it
+	// cannot keep (see there).
+	ErrInvalidOutput = pgschedtype.ErrInvalidOutput
 )
 
 // errStoppedWhileStarting is what Start returns when Stop ends it.

@@ -205,6 +205,12 @@ func TestRolesEnqueueAndRead(t *testing.T) {
 			if name == "partition_of" || name == "citus_partitions" || name == "recurring_ticks" { // views call them; they only compute or read
 				continue
 			}
+			if name == "task_output" { // reads a completed task's output by key, as the views read tasks
+				var out []byte
+				require.NoError(t, conn.QueryRow(ctx, "SELECT "+schema+".task_output('nobody', now())").Scan(&out))
+				require.Nil(t, out)
+				continue
+			}
 			requireNoExecute(t, conn, schema+"_read", schema, name, call)
 		}
 	})

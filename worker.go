@@ -126,7 +126,7 @@ func (w *Worker) nodeConfig() node.Config {
 		Concurrency: c.Concurrency, Prefetch: c.Prefetch, FinishBatch: c.FinishBatch,
 		LeaseTTL: c.LeaseTTL, ClaimAhead: c.ClaimAhead, PollInterval: c.PollInterval,
 		MaintenanceInterval: c.MaintenanceInterval, CountInterval: c.CountInterval, ClusterInterval: c.ClusterInterval,
-		DrainTimeout: c.DrainTimeout, FlexDown: c.FlexDown, FinishDelay: c.FinishDelay,
+		DrainTimeout: c.DrainTimeout, FlexDown: c.FlexDown, FinishDelay: c.FinishDelay, MaxOutput: c.MaxOutputBytes,
 	}
 }
 

@@ -64,6 +64,10 @@ func checkConfig(cfg WorkerConfig) error {
 		return configErr("Prefetch", "Prefetch must be at most %d (0: as many as Concurrency; negative: none), got %d",
 			MaxPrefetch, cfg.Prefetch)
 	}
+	if cfg.MaxOutputBytes < 0 || cfg.MaxOutputBytes > MaxOutputBytes {
+		return configErr("MaxOutputBytes", "MaxOutputBytes must be between 1 and %d (0: the default, %d), got %d",
+			MaxOutputBytes, DefaultMaxOutputBytes, cfg.MaxOutputBytes)
+	}
 	if cfg.FinishBatch < 0 {
 		return configErr("FinishBatch", "FinishBatch must not be negative, got %d", cfg.FinishBatch)
 	}
@@ -188,6 +192,9 @@ func withDefaults(cfg WorkerConfig) WorkerConfig {
 	}
 	if cfg.CountInterval == 0 {
 		cfg.CountInterval = DefaultCountInterval
+	}
+	if cfg.MaxOutputBytes == 0 {
+		cfg.MaxOutputBytes = DefaultMaxOutputBytes
 	}
 	switch {
 	case cfg.ClaimAhead == 0:

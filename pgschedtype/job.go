@@ -2,8 +2,8 @@
 // users: Job, the one type a claimed task has from the claim to its
 // handler (the storage layer returns it, the dispatcher carries it, and a
 // handler receives it as pgsched.Job, an alias), and RetryPolicy, which
-// the executor applies (pgsched.RetryPolicy). It imports nothing of
-// pgsched, so every layer can share it without import cycles.
+// the executor applies (pgsched.RetryPolicy). It imports none of
+// pgsched's layers, so every layer can share it without import cycles.
 package pgschedtype
 
 import (
@@ -33,4 +33,6 @@ type Job struct {
 	// Tick is true for a recurring schedule's tick: OrderingID is then
 	// the schedule's name.
 	Tick bool
+
+	output json.RawMessage // see RecordOutput
 }

@@ -12,7 +12,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -81,6 +83,7 @@ type options struct {
 	recurringFile  string
 	console        bool
 	consoleToken   string
+	webhookOutput  bool
 }
 
 // The ranges of the worker's numeric settings. Outside them a value is a
@@ -293,7 +296,7 @@ func workerConfig(o options, exec *webhook.Executor, logger *slog.Logger, reg pr
 		Retry:        pgsched.RetryPolicy{MaxAttempts: o.maxAttempts},
 		Logger:       logger,
 		Registerer:   reg,
-		Handlers:     map[string]pgsched.Handler{"*": pgsched.HandlerFunc(deliver(exec))},
+		Handlers:     map[string]pgsched.Handler{"*": pgsched.HandlerFunc(deliver(exec, o.webhookOutput, logger))},
 	}
 }
 
@@ -435,15 +438,30 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-func deliver(exec *webhook.Executor) func(ctx context.Context, job *pgsched.Job) error {
+func deliver(exec *webhook.Executor, keepAnswer bool, logger *slog.Logger) func(ctx context.Context, job *pgsched.Job) error {
+	keep := 0
+	if keepAnswer {
+		keep = pgsched.DefaultMaxOutputBytes
+	}
 	return func(ctx context.Context, job *pgsched.Job) error {
 		if exec == nil {
 			return fmt.Errorf("no webhook configured for kind %q: set PGSCHED_WEBHOOKS", job.Kind)
 		}
-		err := exec.Deliver(ctx, webhook.Task{
+		answer, err := exec.DeliverAnswer(ctx, webhook.Task{
 			OrderingID: job.OrderingID, ScheduledAt: job.ScheduledAt, UniquenessKey: job.UniquenessKey,
 			Kind: job.Kind, Payload: job.Payload, Attempt: job.Attempt,
-		})
+		}, keep)
+		if err == nil && len(bytes.TrimSpace(answer)) > 0 {
+			// The task was delivered: an answer that cannot be kept
+			// costs the output only, never the completion.
+			if len(answer) > keep {
+				logger.Warn("webhook answer not kept as the task's output: too large", "kind", job.Kind,
+					"ordering_id", job.OrderingID, "max_bytes", keep)
+			} else if rerr := job.RecordOutput(json.RawMessage(answer)); rerr != nil {
+				logger.Warn("webhook answer not kept as the task's output", "kind", job.Kind,
+					"ordering_id", job.OrderingID, "error", rerr)
+			}
+		}
 		if err != nil && webhook.IsPermanent(err) {
 			return pgsched.Permanent(err)
 		}

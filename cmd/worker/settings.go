@@ -143,6 +143,7 @@ func flags(getenv func(string) string) (o *options, fs *flag.FlagSet, check func
 	boolean(&o.console, "console", "PGSCHED_CONSOLE", true, "serve the web console at /ui/ on -http-addr")
 	secret(&o.consoleToken, "console-token", "PGSCHED_CONSOLE_TOKEN", "`token` that enables the console's actions (retry, delete, pause, resume); empty: read-only")
 	boolean(&o.migrate, "migrate", "PGSCHED_MIGRATE", true, "apply migrations at start")
+	boolean(&o.webhookOutput, "webhook-output", "PGSCHED_WEBHOOK_OUTPUT", false, "keep each 2xx webhook answer's JSON body (up to 64 KiB) as the task's output")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	fs.BoolVar(&o.stopLocal, "stop-local", false, "stop the local PostgreSQL in -data-dir (one a worker left running) and exit")
 	checks = append(checks,

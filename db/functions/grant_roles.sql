@@ -14,7 +14,8 @@
 --                     SECURITY DEFINER, so it need not own the schema).
 --   <schema>_read     SELECT on the views (and partition_of,
 --                     citus_partitions and recurring_ticks, which views
---                     call with their reader's rights), and what
+--                     call with their reader's rights), task_output
+--                     (SECURITY DEFINER: a task's result by key), and what
 --                     grant_reader adds (on Citus, the tables).
 --
 -- The migrator calls it after every change to the SQL objects, since a
@@ -65,7 +66,7 @@ BEGIN
     -- computes; recurring_ticks (recurring) reads as its owner;
     -- citus_partitions (citus_placement) only reads Citus's catalog.
     FOR r IN SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-             WHERE n.nspname = s AND p.proname IN ('partition_of', 'citus_partitions', 'recurring_ticks')
+             WHERE n.nspname = s AND p.proname IN ('partition_of', 'citus_partitions', 'recurring_ticks', 'task_output')
     LOOP
         EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO %I', r, rd);
     END LOOP;

@@ -169,3 +169,14 @@ SELECT pgsched.cancel_requests_prune() AS pruned;
 -- planned for (LISTEN on <schema>.due).
 -- name: NotifyDue :exec
 SELECT pg_notify('pgsched.due', '');
+
+-- TaskOutputsRecord stores handlers' results with the completions the
+-- same transaction's finish wrote (see pgsched.record_outputs).
+-- name: TaskOutputsRecord :one
+SELECT pgsched.record_outputs(sqlc.arg(partition_ids)::integer[], sqlc.arg(ordering_ids)::text[],
+                              sqlc.arg(scheduled_ats)::timestamptz[], sqlc.arg(uniqueness_keys)::text[],
+                              sqlc.arg(outputs)::jsonb[])::integer AS recorded;
+
+-- TaskOutput is a completed task's recorded result (pgsched.task_output).
+-- name: TaskOutput :one
+SELECT pgsched.task_output(sqlc.arg(ordering_id)::text, sqlc.arg(scheduled_at)::timestamptz, sqlc.arg(uniqueness_key)::text) AS output;

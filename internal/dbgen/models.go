@@ -70,6 +70,7 @@ type PgschedCompletion struct {
 	NodeID        pgtype.Text
 	CompletedAt   time.Time
 	Tick          bool
+	Output        []byte
 }
 
 type PgschedDead struct {

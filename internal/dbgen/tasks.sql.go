@@ -775,6 +775,53 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]
 	return items, nil
 }
 
+const taskOutput = `-- name: TaskOutput :one
+SELECT pgsched.task_output($1::text, $2::timestamptz, $3::text) AS output
+`
+
+type TaskOutputParams struct {
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+}
+
+// TaskOutput is a completed task's recorded result (pgsched.task_output).
+func (q *Queries) TaskOutput(ctx context.Context, db DBTX, arg TaskOutputParams) ([]byte, error) {
+	row := db.QueryRow(ctx, taskOutput, arg.OrderingID, arg.ScheduledAt, arg.UniquenessKey)
+	var output []byte
+	err := row.Scan(&output)
+	return output, err
+}
+
+const taskOutputsRecord = `-- name: TaskOutputsRecord :one
+SELECT pgsched.record_outputs($1::integer[], $2::text[],
+                              $3::timestamptz[], $4::text[],
+                              $5::jsonb[])::integer AS recorded
+`
+
+type TaskOutputsRecordParams struct {
+	PartitionIds   []int32
+	OrderingIds    []string
+	ScheduledAts   []time.Time
+	UniquenessKeys []string
+	Outputs        [][]byte
+}
+
+// TaskOutputsRecord stores handlers' results with the completions the
+// same transaction's finish wrote (see pgsched.record_outputs).
+func (q *Queries) TaskOutputsRecord(ctx context.Context, db DBTX, arg TaskOutputsRecordParams) (int32, error) {
+	row := db.QueryRow(ctx, taskOutputsRecord,
+		arg.PartitionIds,
+		arg.OrderingIds,
+		arg.ScheduledAts,
+		arg.UniquenessKeys,
+		arg.Outputs,
+	)
+	var recorded int32
+	err := row.Scan(&recorded)
+	return recorded, err
+}
+
 const taskReschedule = `-- name: TaskReschedule :exec
 SELECT pgsched.reschedule(
     $1::text,

@@ -361,6 +361,9 @@ func (f *finisher) finish(ctx context.Context, epoch int64, items []finishItem) 
 			Partition: it.job.Partition, OrderingID: it.job.OrderingID, ID: it.job.ID, ClaimedAt: it.job.ClaimedAt,
 			Outcome: it.res.Outcome, RetryIn: it.res.RetryIn, Error: it.res.Error,
 		}
+		if it.res.Output != nil {
+			outs[j].Output, outs[j].ScheduledAt, outs[j].UniquenessKey = it.res.Output, it.job.ScheduledAt, it.job.UniquenessKey
+		}
 		if it.res.Outcome == pgschedtype.OutcomeCompleted || it.res.Outcome == pgschedtype.OutcomeDead {
 			finished++
 		}
@@ -465,14 +468,15 @@ func countRefused(items []finishItem) int {
 }
 
 // RecordCompletedTx records job as completed inside tx, the transaction of
-// a transactional handler, so the handler's writes and the completion
-// commit together; the caller commits. It reports false when the claim the
+// a transactional handler, so the handler's writes, the completion and
+// its output (nil for none) commit together; the caller commits. It reports false when the claim the
 // job ran under no longer holds (its node's term lost the task): the
 // caller must roll back. Like every other outcome, it is written by the
 // same statement (pgsched.finish_tasks), fenced the same way.
-func (d *Dispatcher) RecordCompletedTx(ctx context.Context, tx store.DBTX, job *Job) (bool, error) {
+func (d *Dispatcher) RecordCompletedTx(ctx context.Context, tx store.DBTX, job *Job, output []byte) (bool, error) {
 	res, err := d.cfg.Store.Finish(ctx, tx, d.cfg.Node.ID(), job.Epoch, []store.Outcome{{
 		Partition: job.Partition, OrderingID: job.OrderingID, ID: job.ID, ClaimedAt: job.ClaimedAt, Outcome: pgschedtype.OutcomeCompleted,
+		Output: output, ScheduledAt: job.ScheduledAt, UniquenessKey: job.UniquenessKey,
 	}}, store.Handover{})
 	if err != nil {
 		return false, fmt.Errorf("recording completion: %w", err)

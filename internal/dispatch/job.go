@@ -54,10 +54,13 @@ func (j *Job) StartLateness() time.Duration {
 
 // Result is what a handler's run came to.
 type Result struct {
-	// Outcome is completed, retry, dead or release.
+	// Outcome is completed, retry, dead, release or snooze.
 	Outcome pgschedtype.Outcome
-	// RetryIn is the delay before the retry (OutcomeRetry).
+	// RetryIn is the delay before the retry or the snooze's end.
 	RetryIn time.Duration
+	// Output is the handler's result (JSON) to keep with the completion;
+	// nil for none.
+	Output []byte
 	// Error explains a retry or death.
 	Error string
 	// Recorded means the outcome is already written (a transactional handler

@@ -56,10 +56,14 @@ type Config struct {
 	Retry pgschedtype.RetryPolicy
 	// Pool runs transactional handlers' transactions.
 	Pool *pgxpool.Pool
-	// Record records a transactional handler's completion inside its
-	// transaction; false means the task is no longer this node's (nothing
-	// must commit). The finisher's RecordCompletedTx.
-	Record func(ctx context.Context, tx pgx.Tx, job *dispatch.Job) (bool, error)
+	// Record records a transactional handler's completion, with its
+	// output (nil for none), inside its transaction; false means the task
+	// is no longer this node's (nothing must commit). The finisher's
+	// RecordCompletedTx.
+	Record func(ctx context.Context, tx pgx.Tx, job *dispatch.Job, output []byte) (bool, error)
+	// MaxOutput bounds a handler's output (Job.RecordOutput) in bytes; a
+	// larger one fails its run for good.
+	MaxOutput int
 	// Started is told of each first attempt about to run, with its start
 	// lateness (metrics, the throughput history). May be nil.
 	Started func(job *dispatch.Job, lateness time.Duration)
@@ -98,7 +102,7 @@ func (e *Executor) Run(ctx context.Context, dj *dispatch.Job) dispatch.Result {
 	case k.Tx != nil:
 		recorded, txErr := e.runTx(ctx, dj, job, k.Tx)
 		if txErr == nil && recorded {
-			return dispatch.Result{Outcome: pgschedtype.OutcomeCompleted, Recorded: true}
+			return dispatch.Result{Outcome: pgschedtype.OutcomeCompleted, Recorded: true, Output: job.Output()}
 		}
 		if err = txErr; err == nil {
 			// Committed nothing: the task is no longer ours.
@@ -108,7 +112,9 @@ func (e *Executor) Run(ctx context.Context, dj *dispatch.Job) dispatch.Result {
 		err = k.Work.Work(ctx, job)
 	}
 	if err == nil {
-		return dispatch.Result{Outcome: pgschedtype.OutcomeCompleted}
+		if err = e.outputProblem(job); err == nil {
+			return dispatch.Result{Outcome: pgschedtype.OutcomeCompleted, Output: job.Output()}
+		}
 	}
 	return Failure(job.Attempt, policy, err)
 }
@@ -150,11 +156,23 @@ func (e *Executor) runTx(ctx context.Context, dj *dispatch.Job, job *pgschedtype
 	if err := h.WorkTx(ctx, tx, job); err != nil {
 		return false, err
 	}
-	if ok, err := e.cfg.Record(ctx, tx, dj); !ok || err != nil {
+	if err := e.outputProblem(job); err != nil {
+		return false, err
+	}
+	if ok, err := e.cfg.Record(ctx, tx, dj, job.Output()); !ok || err != nil {
 		return false, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return false, fmt.Errorf("committing handler transaction: %w", err)
 	}
 	return true, nil
+}
+
+// outputProblem fails a run whose handler recorded an output over
+// MaxOutput: a permanent failure, as running it again records the same.
+func (e *Executor) outputProblem(job *pgschedtype.Job) error {
+	if n := len(job.Output()); n > e.cfg.MaxOutput && e.cfg.MaxOutput > 0 {
+		return PermanentError{Err: fmt.Errorf("the handler recorded an output of %d bytes, over the worker's MaxOutputBytes (%d)", n, e.cfg.MaxOutput)}
+	}
+	return nil
 }

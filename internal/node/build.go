@@ -98,9 +98,9 @@ func (n *Node) build() (*parts, error) {
 	observer := n.newObserver()
 	var disp *dispatch.Dispatcher
 	exec := execute.New(execute.Config{
-		Kinds: cfg.Kinds, Retry: cfg.Retry, Pool: cfg.Pool, Started: observer.Started,
-		Record: func(ctx context.Context, tx pgx.Tx, job *dispatch.Job) (bool, error) {
-			return disp.RecordCompletedTx(ctx, tx, job)
+		Kinds: cfg.Kinds, Retry: cfg.Retry, Pool: cfg.Pool, Started: observer.Started, MaxOutput: cfg.MaxOutput,
+		Record: func(ctx context.Context, tx pgx.Tx, job *dispatch.Job, output []byte) (bool, error) {
+			return disp.RecordCompletedTx(ctx, tx, job, output)
 		},
 	})
 	disp, err = dispatch.New(dispatch.Config{

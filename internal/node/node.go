@@ -52,7 +52,7 @@ type Config struct {
 	// Recurring schedules are upserted at start.
 	Recurring []store.RecurringDef
 
-	Concurrency, Prefetch, FinishBatch                                  int
+	Concurrency, Prefetch, FinishBatch, MaxOutput                       int
 	LeaseTTL, ClaimAhead, PollInterval, MaintenanceInterval             time.Duration
 	CountInterval, ClusterInterval, DrainTimeout, FlexDown, FinishDelay time.Duration
 

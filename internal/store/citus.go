@@ -115,7 +115,9 @@ func (s *Citus) Finish(ctx context.Context, db DBTX, node string, epoch int64, o
 		parts[i] = int32(o.Partition)
 	}
 	groups := s.byWorker(ctx, db, parts)
-	if groups == nil {
+	if groups == nil || withOutputs(outs) {
+		// Outputs commit with their completions: in one transaction,
+		// which the coordinator runs (Citus delegates no call there).
 		return s.PG.Finish(ctx, db, node, epoch, outs, hand)
 	}
 	var f Finished

@@ -3,9 +3,12 @@ package store
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/pgsched/pgsched/internal/dbgen"
 	"github.com/pgsched/pgsched/pgschedtype"
@@ -73,9 +76,15 @@ type Outcome struct {
 	// ClaimedAt is the claim's time as the claim (or handover) returned
 	// it: an outcome applies only to the claim it is for.
 	ClaimedAt time.Time
-	Outcome   pgschedtype.Outcome // completed, retry, dead or release
-	RetryIn   time.Duration       // for a retry: delay from the database's now
+	Outcome   pgschedtype.Outcome // completed, retry, dead, release or snooze
+	RetryIn   time.Duration       // for a retry or snooze: delay from the database's now
 	Error     string
+	// Output is the handler's result (JSON), kept with a completion; nil
+	// for none. ScheduledAt and UniquenessKey complete the task's key,
+	// which the completion record is found by; needed only with Output.
+	Output        []byte
+	ScheduledAt   time.Time
+	UniquenessKey string
 }
 
 // Handover lets a finish start the due successors of the tasks it
@@ -108,13 +117,73 @@ type Finished struct {
 }
 
 // Finish records outcomes in one statement. Only tasks still held by the
-// claim each outcome is for change: (node, epoch) and ClaimedAt.
+// claim each outcome is for change: (node, epoch) and ClaimedAt. A batch
+// carrying outputs also stores them with the completions, in the same
+// transaction (db's own, or one Finish begins on it).
 func (s *PG) Finish(ctx context.Context, db DBTX, node string, epoch int64, outs []Outcome, hand Handover) (Finished, error) {
+	if withOutputs(outs) {
+		return s.finishWithOutputs(ctx, db, node, epoch, outs, hand)
+	}
 	rows, err := s.q.TaskFinish(ctx, s.db(db), finishParams(node, epoch, outs, hand))
 	if err != nil {
 		return Finished{}, err
 	}
 	return finished(rows), nil
+}
+
+// withOutputs reports whether any outcome carries an output.
+func withOutputs(outs []Outcome) bool {
+	for _, o := range outs {
+		if o.Output != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// finishWithOutputs is Finish for a batch with outputs: the finish and
+// the outputs commit together, so an output is kept exactly when its
+// completion is.
+func (s *PG) finishWithOutputs(ctx context.Context, db DBTX, node string, epoch int64, outs []Outcome, hand Handover) (Finished, error) {
+	b, ok := db.(interface {
+		Begin(context.Context) (pgx.Tx, error)
+	})
+	if !ok {
+		return Finished{}, fmt.Errorf("recording task outputs needs a pool, connection or transaction, not %T", db)
+	}
+	var f Finished
+	err := pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error {
+		rows, err := s.q.TaskFinish(ctx, s.db(tx), finishParams(node, epoch, outs, hand))
+		if err != nil {
+			return err
+		}
+		f = finished(rows)
+		var arg dbgen.TaskOutputsRecordParams
+		for _, o := range outs {
+			if o.Output == nil || o.Outcome != pgschedtype.OutcomeCompleted {
+				continue
+			}
+			arg.PartitionIds = append(arg.PartitionIds, int32(o.Partition))
+			arg.OrderingIds = append(arg.OrderingIds, o.OrderingID)
+			arg.ScheduledAts = append(arg.ScheduledAts, o.ScheduledAt)
+			arg.UniquenessKeys = append(arg.UniquenessKeys, o.UniquenessKey)
+			arg.Outputs = append(arg.Outputs, o.Output)
+		}
+		_, err = s.q.TaskOutputsRecord(ctx, s.db(tx), arg)
+		return err
+	})
+	if err != nil {
+		return Finished{}, err
+	}
+	return f, nil
+}
+
+// TaskOutput is the result a completed task's handler recorded, by the
+// task's key; nil when it recorded none or no completion of the key is
+// remembered.
+func (s *PG) TaskOutput(ctx context.Context, db DBTX, orderingID string, scheduledAt time.Time, uniquenessKey string) ([]byte, error) {
+	out, err := s.q.TaskOutput(ctx, s.db(db), dbgen.TaskOutputParams{OrderingID: orderingID, ScheduledAt: scheduledAt, UniquenessKey: uniquenessKey})
+	return out, translate(err)
 }
 
 // finishParams are the arguments of pgsched.finish_tasks for outs.

@@ -164,16 +164,28 @@ func defaultTransport() *http.Transport {
 // sent; otherwise a wrapped network, timeout or cancellation error, which is
 // retryable. Use IsPermanent to decide between retry and failure.
 func (e *Executor) Deliver(ctx context.Context, t Task) error {
+	_, err := e.deliver(ctx, t, 0)
+	return err
+}
+
+// DeliverAnswer is Deliver that also returns the body of a 2xx answer, its
+// first max bytes and one more (so a caller sees that it was longer).
+func (e *Executor) DeliverAnswer(ctx context.Context, t Task, max int) ([]byte, error) {
+	return e.deliver(ctx, t, max)
+}
+
+// deliver sends t and reads up to keep+1 bytes of a 2xx answer's body.
+func (e *Executor) deliver(ctx context.Context, t Task, keep int) ([]byte, error) {
 	target, ok := e.routes.Lookup(t.Kind)
 	if !ok {
-		return fmt.Errorf("%w for kind %q", ErrNoRoute, t.Kind)
+		return nil, fmt.Errorf("%w for kind %q", ErrNoRoute, t.Kind)
 	}
 	if !validHeaderValue(t.Kind) {
-		return fmt.Errorf("%w: kind %q contains control characters", ErrInvalidTask, t.Kind)
+		return nil, fmt.Errorf("%w: kind %q contains control characters", ErrInvalidTask, t.Kind)
 	}
 	body, err := encodeTask(t)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	reqCtx, cancel := context.WithTimeout(ctx, e.timeout)
@@ -181,7 +193,7 @@ func (e *Executor) Deliver(ctx context.Context, t Task) error {
 
 	req, err := http.NewRequestWithContext(reqCtx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("webhook: kind %q: build request: %w", t.Kind, err)
+		return nil, fmt.Errorf("webhook: kind %q: build request: %w", t.Kind, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
@@ -192,15 +204,15 @@ func (e *Executor) Deliver(ctx context.Context, t Task) error {
 
 	if e.beforeSend != nil {
 		if err := e.beforeSend(ctx); err != nil {
-			return fmt.Errorf("webhook: kind %q: not sent: %w", t.Kind, err)
+			return nil, fmt.Errorf("webhook: kind %q: not sent: %w", t.Kind, err)
 		}
 	}
 	resp, err := e.client.Do(req)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(reqCtx.Err(), context.DeadlineExceeded) {
-			return fmt.Errorf("webhook: kind %q: request timed out after %s: %w", t.Kind, e.timeout, hideURL(err, target))
+			return nil, fmt.Errorf("webhook: kind %q: request timed out after %s: %w", t.Kind, e.timeout, hideURL(err, target))
 		}
-		return fmt.Errorf("webhook: kind %q: %w", t.Kind, hideURL(err, target))
+		return nil, fmt.Errorf("webhook: kind %q: %w", t.Kind, hideURL(err, target))
 	}
 	defer func() {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
@@ -209,12 +221,20 @@ func (e *Executor) Deliver(ctx context.Context, t Task) error {
 
 	code := resp.StatusCode
 	if code >= 200 && code <= 299 {
-		return nil
+		if keep <= 0 {
+			return nil, nil
+		}
+		answer, err := io.ReadAll(io.LimitReader(resp.Body, int64(keep)+1))
+		if err != nil {
+			// Delivered all the same: the answer is what was lost.
+			return nil, nil
+		}
+		return answer, nil
 	}
 	if isRedirect(code) {
 		// A redirect's body usually repeats the Location, path and query
 		// included, so only the redacted target is kept.
-		return &StatusError{Kind: t.Kind, URL: Redact(target), StatusCode: code, Permanent: !retryableStatus(code),
+		return nil, &StatusError{Kind: t.Kind, URL: Redact(target), StatusCode: code, Permanent: !retryableStatus(code),
 			Location: redirectTarget(req.URL, resp.Header.Get("Location"))}
 	}
 	snippet, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
@@ -228,7 +248,7 @@ func (e *Executor) Deliver(ctx context.Context, t Task) error {
 	if code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable {
 		se.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), time.Now())
 	}
-	return se
+	return nil, se
 }
 
 // MaxRetryAfter bounds the wait a Retry-After answer asks for.

@@ -106,7 +106,7 @@ BEGIN
            array_agg(g.chain) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
            array_agg(g.id), count(*) FILTER (WHERE g.backlog AND cardinality(g.next_tids) > 0),
            array_agg(ROW(g.partition_id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.attempt, g.node_id,
-                         t_now, g.tick)::pgsched.completions) FILTER (WHERE g.outcome = 'completed'),
+                         t_now, g.tick, NULL::jsonb)::pgsched.completions) FILTER (WHERE g.outcome = 'completed'),
            array_agg(ROW(g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt,
                          g.err, g.node_id, t_now, g.tick)::pgsched.dead_tasks) FILTER (WHERE g.outcome = 'dead'),
            (SELECT array_agg(ROW(m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
