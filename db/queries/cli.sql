@@ -1,8 +1,14 @@
 -- Reads of the operator CLI (cmd/pgsched). Each reads the views only, so
 -- that <schema>_read, which may select from the views and nothing else,
--- runs every one. An ordering_id is looked up in its partition, whose
--- count is the partitions view's row count (the settings table is closed
--- to that role).
+-- runs every one. An ordering_id is looked up in its partition, which the
+-- caller computes from CLIPartitionCount (the settings table is closed to
+-- that role, and on Citus the partitions view cannot be a subquery of a
+-- statement on the task tables).
+
+-- CLIPartitionCount is the number of logical partitions: the partitions
+-- view has a row for each.
+-- name: CLIPartitionCount :one
+SELECT count(*)::integer AS partitions FROM pgsched.partitions;
 
 -- CLIKinds is the leader's last count per kind (the kinds view), with
 -- since when each paused kind is paused.
@@ -38,8 +44,7 @@ FROM pgsched.tasks t
 WHERE (sqlc.narg(kind)::text IS NULL OR t.kind = sqlc.narg(kind)::text)
   AND (sqlc.narg(state)::text IS NULL OR t.state = sqlc.narg(state)::text)
   AND (sqlc.narg(ordering_id)::text IS NULL
-       OR (t.ordering_id = sqlc.narg(ordering_id)::text
-           AND t.partition_id = pgsched.partition_of(sqlc.narg(ordering_id)::text, (SELECT count(*)::integer FROM pgsched.partitions))))
+       OR (t.partition_id = sqlc.arg(partition_id)::integer AND t.ordering_id = sqlc.narg(ordering_id)::text))
 ORDER BY t.partition_id, t.ordering_id, t.scheduled_at, t.uniqueness_key
 LIMIT sqlc.arg(max_rows)::integer;
 
@@ -48,21 +53,20 @@ LIMIT sqlc.arg(max_rows)::integer;
 -- view. With an ordering_id it reads that one's partition by primary key;
 -- without, every task.
 -- name: CLITaskFind :many
-WITH p AS (
-    SELECT pgsched.partition_of(sqlc.narg(ordering_id)::text, count(*)::integer) AS id FROM pgsched.partitions
-)
 SELECT t.state::text AS state, t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload,
        t.run_at::timestamptz AS at, t.attempt, coalesce(t.last_error, '')::text AS last_error,
        coalesce(t.node_id, '')::text AS node_id, t.partition_id
-FROM pgsched.tasks t, p
+FROM pgsched.tasks t
 WHERE (t.id = sqlc.narg(id)::bigint OR t.uniqueness_key = sqlc.narg(uniqueness_key)::text)
-  AND (sqlc.narg(ordering_id)::text IS NULL OR (t.partition_id = p.id AND t.ordering_id = sqlc.narg(ordering_id)::text))
+  AND (sqlc.narg(ordering_id)::text IS NULL
+       OR (t.partition_id = sqlc.arg(partition_id)::integer AND t.ordering_id = sqlc.narg(ordering_id)::text))
 UNION ALL
 SELECT 'dead', d.id, d.ordering_id, d.scheduled_at, d.uniqueness_key, d.kind, d.payload,
        d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id
-FROM pgsched.dead d, p
+FROM pgsched.dead d
 WHERE (d.id = sqlc.narg(id)::bigint OR d.uniqueness_key = sqlc.narg(uniqueness_key)::text)
-  AND (sqlc.narg(ordering_id)::text IS NULL OR (d.partition_id = p.id AND d.ordering_id = sqlc.narg(ordering_id)::text))
+  AND (sqlc.narg(ordering_id)::text IS NULL
+       OR (d.partition_id = sqlc.arg(partition_id)::integer AND d.ordering_id = sqlc.narg(ordering_id)::text))
 ORDER BY 3, 4, 5, 1;
 
 -- CLIDead lists dead tasks, newest first, that every filter given selects:
@@ -76,8 +80,7 @@ FROM pgsched.dead d
 WHERE (sqlc.narg(id)::bigint IS NULL OR d.id = sqlc.narg(id)::bigint)
   AND (sqlc.narg(kind)::text IS NULL OR d.kind = sqlc.narg(kind)::text)
   AND (sqlc.narg(ordering_id)::text IS NULL
-       OR (d.ordering_id = sqlc.narg(ordering_id)::text
-           AND d.partition_id = pgsched.partition_of(sqlc.narg(ordering_id)::text, (SELECT count(*)::integer FROM pgsched.partitions))))
+       OR (d.partition_id = sqlc.arg(partition_id)::integer AND d.ordering_id = sqlc.narg(ordering_id)::text))
   AND (sqlc.narg(died_after)::timestamptz IS NULL OR d.died_at >= sqlc.narg(died_after)::timestamptz)
   AND (sqlc.narg(died_before)::timestamptz IS NULL OR d.died_at < sqlc.narg(died_before)::timestamptz)
 ORDER BY d.died_at DESC, d.id DESC

@@ -19,21 +19,21 @@ FROM pgsched.dead d
 WHERE ($1::bigint IS NULL OR d.id = $1::bigint)
   AND ($2::text IS NULL OR d.kind = $2::text)
   AND ($3::text IS NULL
-       OR (d.ordering_id = $3::text
-           AND d.partition_id = pgsched.partition_of($3::text, (SELECT count(*)::integer FROM pgsched.partitions))))
-  AND ($4::timestamptz IS NULL OR d.died_at >= $4::timestamptz)
-  AND ($5::timestamptz IS NULL OR d.died_at < $5::timestamptz)
+       OR (d.partition_id = $4::integer AND d.ordering_id = $3::text))
+  AND ($5::timestamptz IS NULL OR d.died_at >= $5::timestamptz)
+  AND ($6::timestamptz IS NULL OR d.died_at < $6::timestamptz)
 ORDER BY d.died_at DESC, d.id DESC
-LIMIT $6::integer
+LIMIT $7::integer
 `
 
 type CLIDeadParams struct {
-	ID         pgtype.Int8
-	Kind       pgtype.Text
-	OrderingID pgtype.Text
-	DiedAfter  *time.Time
-	DiedBefore *time.Time
-	MaxRows    int32
+	ID          pgtype.Int8
+	Kind        pgtype.Text
+	OrderingID  pgtype.Text
+	PartitionID int32
+	DiedAfter   *time.Time
+	DiedBefore  *time.Time
+	MaxRows     int32
 }
 
 type CLIDeadRow struct {
@@ -58,6 +58,7 @@ func (q *Queries) CLIDead(ctx context.Context, db DBTX, arg CLIDeadParams) ([]CL
 		arg.ID,
 		arg.Kind,
 		arg.OrderingID,
+		arg.PartitionID,
 		arg.DiedAfter,
 		arg.DiedBefore,
 		arg.MaxRows,
@@ -132,7 +133,6 @@ func (q *Queries) CLIKindLag(ctx context.Context, db DBTX) ([]CLIKindLagRow, err
 }
 
 const cLIKinds = `-- name: CLIKinds :many
-
 SELECT k.kind::text AS kind, k.pending::bigint AS pending, k.due::bigint AS due, k.running::bigint AS running,
        k.dead::bigint AS dead, k.paused::boolean AS paused, p.paused_at,
        coalesce(k.counted_at, 'epoch')::timestamptz AS counted_at -- epoch: never counted
@@ -152,11 +152,6 @@ type CLIKindsRow struct {
 	CountedAt time.Time
 }
 
-// Reads of the operator CLI (cmd/pgsched). Each reads the views only, so
-// that <schema>_read, which may select from the views and nothing else,
-// runs every one. An ordering_id is looked up in its partition, whose
-// count is the partitions view's row count (the settings table is closed
-// to that role).
 // CLIKinds is the leader's last count per kind (the kinds view), with
 // since when each paused kind is paused.
 func (q *Queries) CLIKinds(ctx context.Context, db DBTX) ([]CLIKindsRow, error) {
@@ -188,29 +183,49 @@ func (q *Queries) CLIKinds(ctx context.Context, db DBTX) ([]CLIKindsRow, error) 
 	return items, nil
 }
 
+const cLIPartitionCount = `-- name: CLIPartitionCount :one
+
+SELECT count(*)::integer AS partitions FROM pgsched.partitions
+`
+
+// Reads of the operator CLI (cmd/pgsched). Each reads the views only, so
+// that <schema>_read, which may select from the views and nothing else,
+// runs every one. An ordering_id is looked up in its partition, which the
+// caller computes from CLIPartitionCount (the settings table is closed to
+// that role, and on Citus the partitions view cannot be a subquery of a
+// statement on the task tables).
+// CLIPartitionCount is the number of logical partitions: the partitions
+// view has a row for each.
+func (q *Queries) CLIPartitionCount(ctx context.Context, db DBTX) (int32, error) {
+	row := db.QueryRow(ctx, cLIPartitionCount)
+	var partitions int32
+	err := row.Scan(&partitions)
+	return partitions, err
+}
+
 const cLITaskFind = `-- name: CLITaskFind :many
-WITH p AS (
-    SELECT pgsched.partition_of($1::text, count(*)::integer) AS id FROM pgsched.partitions
-)
 SELECT t.state::text AS state, t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload,
        t.run_at::timestamptz AS at, t.attempt, coalesce(t.last_error, '')::text AS last_error,
        coalesce(t.node_id, '')::text AS node_id, t.partition_id
-FROM pgsched.tasks t, p
-WHERE (t.id = $2::bigint OR t.uniqueness_key = $3::text)
-  AND ($1::text IS NULL OR (t.partition_id = p.id AND t.ordering_id = $1::text))
+FROM pgsched.tasks t
+WHERE (t.id = $1::bigint OR t.uniqueness_key = $2::text)
+  AND ($3::text IS NULL
+       OR (t.partition_id = $4::integer AND t.ordering_id = $3::text))
 UNION ALL
 SELECT 'dead', d.id, d.ordering_id, d.scheduled_at, d.uniqueness_key, d.kind, d.payload,
        d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id
-FROM pgsched.dead d, p
-WHERE (d.id = $2::bigint OR d.uniqueness_key = $3::text)
-  AND ($1::text IS NULL OR (d.partition_id = p.id AND d.ordering_id = $1::text))
+FROM pgsched.dead d
+WHERE (d.id = $1::bigint OR d.uniqueness_key = $2::text)
+  AND ($3::text IS NULL
+       OR (d.partition_id = $4::integer AND d.ordering_id = $3::text))
 ORDER BY 3, 4, 5, 1
 `
 
 type CLITaskFindParams struct {
-	OrderingID    pgtype.Text
 	ID            pgtype.Int8
 	UniquenessKey pgtype.Text
+	OrderingID    pgtype.Text
+	PartitionID   int32
 }
 
 type CLITaskFindRow struct {
@@ -233,7 +248,12 @@ type CLITaskFindRow struct {
 // view. With an ordering_id it reads that one's partition by primary key;
 // without, every task.
 func (q *Queries) CLITaskFind(ctx context.Context, db DBTX, arg CLITaskFindParams) ([]CLITaskFindRow, error) {
-	rows, err := db.Query(ctx, cLITaskFind, arg.OrderingID, arg.ID, arg.UniquenessKey)
+	rows, err := db.Query(ctx, cLITaskFind,
+		arg.ID,
+		arg.UniquenessKey,
+		arg.OrderingID,
+		arg.PartitionID,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -272,17 +292,17 @@ FROM pgsched.tasks t
 WHERE ($1::text IS NULL OR t.kind = $1::text)
   AND ($2::text IS NULL OR t.state = $2::text)
   AND ($3::text IS NULL
-       OR (t.ordering_id = $3::text
-           AND t.partition_id = pgsched.partition_of($3::text, (SELECT count(*)::integer FROM pgsched.partitions))))
+       OR (t.partition_id = $4::integer AND t.ordering_id = $3::text))
 ORDER BY t.partition_id, t.ordering_id, t.scheduled_at, t.uniqueness_key
-LIMIT $4::integer
+LIMIT $5::integer
 `
 
 type CLITasksParams struct {
-	Kind       pgtype.Text
-	State      pgtype.Text
-	OrderingID pgtype.Text
-	MaxRows    int32
+	Kind        pgtype.Text
+	State       pgtype.Text
+	OrderingID  pgtype.Text
+	PartitionID int32
+	MaxRows     int32
 }
 
 type CLITasksRow struct {
@@ -308,6 +328,7 @@ func (q *Queries) CLITasks(ctx context.Context, db DBTX, arg CLITasksParams) ([]
 		arg.Kind,
 		arg.State,
 		arg.OrderingID,
+		arg.PartitionID,
 		arg.MaxRows,
 	)
 	if err != nil {
