@@ -99,6 +99,13 @@ type Store interface {
 	ConsoleTaskKey(ctx context.Context, db DBTX, k Key) ([]ConsoleKeyRow, error)
 	ConsoleDead(ctx context.Context, db DBTX, kind string, max int) ([]ConsoleDead, error)
 	ConsoleDeadTask(ctx context.Context, db DBTX, id int64) ([]ConsoleDeadTask, error)
+
+	// The operator CLI's reads, over the views only
+	CLIKinds(ctx context.Context, db DBTX) ([]CLIKind, error)
+	CLIKindLag(ctx context.Context, db DBTX) ([]CLIKindLag, error)
+	CLITasks(ctx context.Context, db DBTX, kind, state, orderingID string, max int) ([]Listed, error)
+	CLITaskFind(ctx context.Context, db DBTX, id int64, hasID bool, key, orderingID string) ([]CLIFound, error)
+	CLIDead(ctx context.Context, db DBTX, id int64, f DeadFilter, max int) ([]CLIDead, error)
 }
 
 var (

@@ -4,11 +4,13 @@
 //	go run ./cmd/image [-out dist/pgsched-worker.oci.tar] [-layout DIR] [-version v1.2.3]
 //
 // (make image runs it with -out ../dist/pgsched-worker.oci.tar, into the
-// repository's dist/.) It compiles cmd/worker as a static binary (CGO_ENABLED=0, -trimpath) for
+// repository's dist/.) It compiles cmd/worker, and the operator CLI
+// cmd/pgsched, as static binaries (CGO_ENABLED=0, -trimpath) for
 // linux/-arch and writes an OCI archive (-out; `skopeo copy
 // oci-archive:FILE docker://REF` pushes it) and, with -layout, the same
 // image as an OCI layout directory (`crane push DIR REF`). The image holds
-// the binary at /usr/local/bin/pgsched-worker, the host's CA bundle (for
+// the worker at /usr/local/bin/pgsched-worker (the entrypoint), the CLI at
+// /usr/local/bin/pgsched (for kubectl exec), the host's CA bundle (for
 // https webhooks) when it has one, and /etc/passwd and /etc/group naming
 // the user it runs as, 65532 (nonroot). Time zone data is compiled into the
 // binary (cmd/worker/tzdata.go). The same sources and Go toolchain give the
@@ -47,6 +49,8 @@ import (
 const (
 	workerPackage = "github.com/pgsched/pgsched/cmd/worker"
 	binaryPath    = "/usr/local/bin/pgsched-worker"
+	cliPackage    = "github.com/pgsched/pgsched/cmd/pgsched"
+	cliPath       = "/usr/local/bin/pgsched"
 	caBundlePath  = "/etc/ssl/certs/ca-certificates.crt"
 	sourceURL     = "https://github.com/pgsched/pgsched"
 
@@ -101,16 +105,27 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	bin := filepath.Join(tmp, "pgsched-worker")
-	if err := buildWorker(ctx, root, bin, *arch, stderr, logger); err != nil {
+	if err := build(ctx, root, bin, workerPackage, *arch, stderr, logger); err != nil {
 		return err
 	}
 	binData, err := os.ReadFile(bin)
 	if err != nil {
 		return err
 	}
+	// The operator CLI beside it: `kubectl exec` into a worker's pod runs
+	// it with the worker's DATABASE_URL and PGSCHED_SCHEMA.
+	cliBin := filepath.Join(tmp, "pgsched")
+	if err := build(ctx, root, cliBin, cliPackage, *arch, stderr, logger); err != nil {
+		return err
+	}
+	cliData, err := os.ReadFile(cliBin)
+	if err != nil {
+		return err
+	}
 
 	files := append([]ociimage.File{
 		{Path: binaryPath, Mode: 0o755, Data: binData},
+		{Path: cliPath, Mode: 0o755, Data: cliData},
 		ociimage.Dir("/tmp", 0o777|fs.ModeSticky, 0, 0),
 	}, ociimage.AccountFiles(userName, uid, gid, home)...)
 	switch ca, err := os.ReadFile(*caBundle); {
@@ -185,22 +200,22 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 // tagPattern is what an image tag may be (OCI distribution spec).
 var tagPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$`)
 
-// buildWorker compiles cmd/worker for linux/arch into bin: static (no cgo,
+// build compiles pkg (cmd/worker, cmd/pgsched) for linux/arch into bin: static (no cgo,
 // so no libc in the image), with no local paths (-trimpath) and without the
 // symbol table and DWARF (-s -w; stack traces keep their function names).
 // It builds in the library's module, root, not in this one: the binary's
 // build info then names pgsched as the main module, and its -version (and
 // so the image's version label) reports the commit.
-func buildWorker(ctx context.Context, root, bin, arch string, stderr io.Writer, logger *slog.Logger) error {
+func build(ctx context.Context, root, bin, pkg, arch string, stderr io.Writer, logger *slog.Logger) error {
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, workerPackage)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, pkg)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	cmd.Stdout, cmd.Stderr = stderr, stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("building cmd/worker for linux/%s: %w", arch, err)
+		return fmt.Errorf("building %s for linux/%s: %w", pkg, arch, err)
 	}
-	logger.Info("built cmd/worker", "arch", arch, "took", time.Since(start).Round(time.Millisecond))
+	logger.Info("built", "package", pkg, "arch", arch, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

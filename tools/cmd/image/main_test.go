@@ -62,9 +62,9 @@ func blob(t *testing.T, archive map[string][]byte, d ociimage.Descriptor) []byte
 // manifest, config and layer all match their digests; the config runs as a
 // non-root numeric user, with the worker as its entrypoint, its HTTP port
 // exposed and listening beyond loopback, no secret in its environment, and
-// the version label given; the layer holds the binary, /etc/passwd naming
-// that user, and no zoneinfo (the binary carries its own). The extracted
-// binary is static and prints its version with -version.
+// the version label given; the layer holds the binary, the operator CLI,
+// /etc/passwd naming that user, and no zoneinfo (the binary carries its
+// own). The extracted binaries are static and print their versions.
 func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds cmd/worker")
@@ -142,6 +142,17 @@ func TestImage(t *testing.T) {
 	outBytes, err := cmd.CombinedOutput()
 	require.NoError(t, err, "the image's binary runs -version and exits 0: %s", outBytes)
 	require.Regexp(t, `^pgsched worker \S+.* go1\.\d+`, string(outBytes))
+
+	cli, ok := layer[strings.TrimPrefix(cliPath, "/")]
+	require.True(t, ok, "layer holds %s", cliPath)
+	bin = filepath.Join(t.TempDir(), "pgsched")
+	require.NoError(t, os.WriteFile(bin, cli, 0o755))
+	cmd = exec.CommandContext(ctx, bin, "version")
+	cmd.Env = []string{"PATH=/nonexistent"}
+	cmd.Dir = t.TempDir()
+	outBytes, err = cmd.CombinedOutput()
+	require.NoError(t, err, "the image's CLI runs version and exits 0: %s", outBytes)
+	require.Regexp(t, `^pgsched \S+.* go1\.\d+`, string(outBytes))
 }
 
 // TestWorkerEmbedsTZData: cmd/worker links time/tzdata, since the image has
