@@ -1,7 +1,10 @@
-.PHONY: test test-citus citus-up citus-down run bench generate check-generated chaos chaos-outage chaos-failover chaos-short chaos-failover-short image screenshots
+.PHONY: test test-citus citus-up citus-down run bench generate check-generated chaos chaos-outage chaos-failover chaos-short chaos-failover-short image screenshots mutants
 
 test:            ## every test, against real PostgreSQL
 	./scripts/test.sh
+
+mutants:         ## break each README guarantee on purpose, one at a time, and check a test fails for it: prints mutation -> test; see docs/mutants.md
+	./scripts/mutants.sh $(MUTANTS_ARGS)
 
 test-citus:      ## every test on a one-machine Citus cluster (coordinator + 2 workers) it starts and stops, each schema distributed; Citus is built from ../shared/citus
 	./scripts/test-citus.sh
