@@ -24,6 +24,7 @@ type PgschedBacklog struct {
 	LastError     pgtype.Text
 	CreatedAt     time.Time
 	Tick          bool
+	Traceparent   pgtype.Text
 }
 
 type PgschedBackup struct {
@@ -99,6 +100,7 @@ type PgschedDeadTask struct {
 	NodeID        pgtype.Text
 	DiedAt        time.Time
 	Tick          bool
+	Traceparent   pgtype.Text
 }
 
 type PgschedGooseDbVersion struct {
@@ -132,6 +134,7 @@ type PgschedHead struct {
 	NextMore      bool
 	Paused        bool
 	Tick          bool
+	Traceparent   pgtype.Text
 }
 
 type PgschedKind struct {
