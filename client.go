@@ -83,6 +83,7 @@ type Client struct {
 	pool      *pgxpool.Pool
 	store     store.Store
 	scheduled *prometheus.CounterVec
+	tracer    Tracer
 	// skipNewKeys counts batches still to send without the new-keys
 	// promise after one was refused (see scheduleMany).
 	skipNewKeys atomic.Int32
@@ -115,7 +116,7 @@ func NewClient(pool *pgxpool.Pool, cfg ClientConfig) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgsched: registering metrics: %w", err)
 	}
-	return &Client{pool: pool, store: st, scheduled: scheduled}, nil
+	return &Client{pool: pool, store: st, scheduled: scheduled, tracer: cfg.Tracer}, nil
 }
 
 // count records committed enqueues (ScheduleTx's are not: the caller's
@@ -202,6 +203,15 @@ func (c *Client) scheduleMany(ctx context.Context, db store.DBTX, tasks []Task, 
 	if len(tasks) == 0 {
 		return []Result{}, nil
 	}
+	var traceparent string
+	if c.tracer != nil {
+		// A Tracer is code, not input, but what it gives is stored: it gets
+		// the SQL API's check, without the round trip.
+		traceparent = c.tracer.Inject(ctx)
+		if reason := traceparentProblem(traceparent); reason != "" {
+			return nil, fieldError(-1, "traceparent", reason)
+		}
+	}
 	batch := make([]store.NewTask, len(tasks))
 	for i, t := range tasks {
 		idx := i
@@ -213,7 +223,7 @@ func (c *Client) scheduleMany(ctx context.Context, db store.DBTX, tasks []Task, 
 		}
 		batch[i] = store.NewTask{
 			OrderingID: t.OrderingID, ScheduledAt: t.ScheduledAt, UniquenessKey: t.UniquenessKey,
-			Kind: t.Kind, Payload: t.Payload,
+			Kind: t.Kind, Payload: t.Payload, Traceparent: traceparent,
 		}
 	}
 	newKeys := false

@@ -44,6 +44,9 @@ type ClientConfig struct {
 	Schema string
 	// Registerer receives pgsched_tasks_scheduled_total. Defaults to none.
 	Registerer prometheus.Registerer
+	// Tracer, when set, stores the trace context of each enqueueing call's
+	// ctx with its tasks (docs/tracing.md). Nil: none stored.
+	Tracer Tracer
 }
 
 // WorkerConfig configures a Worker.
@@ -131,6 +134,11 @@ type WorkerConfig struct {
 	Logger *slog.Logger
 	// Registerer receives the worker's metrics. Defaults to none.
 	Registerer prometheus.Registerer
+	// Tracer, when set, runs each handler in a span linked to its task's
+	// enqueueing call and gives claims and outcome batches spans of their
+	// own (docs/tracing.md; pgschedotel implements it with
+	// OpenTelemetry). Nil: no tracing, at no cost.
+	Tracer Tracer
 
 	// onOutcome sees every outcome this worker records (tests set it
 	// through export_test.go, to wait on events instead of polling).

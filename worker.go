@@ -127,6 +127,7 @@ func (w *Worker) nodeConfig() node.Config {
 		LeaseTTL: c.LeaseTTL, ClaimAhead: c.ClaimAhead, PollInterval: c.PollInterval,
 		MaintenanceInterval: c.MaintenanceInterval, CountInterval: c.CountInterval, ClusterInterval: c.ClusterInterval,
 		DrainTimeout: c.DrainTimeout, FlexDown: c.FlexDown, FinishDelay: c.FinishDelay, MaxOutput: c.MaxOutputBytes,
+		Tracer: c.Tracer,
 	}
 }
 

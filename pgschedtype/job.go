@@ -33,6 +33,10 @@ type Job struct {
 	// Tick is true for a recurring schedule's tick: OrderingID is then
 	// the schedule's name.
 	Tick bool
+	// Traceparent is the W3C trace context of the call that enqueued the
+	// task (a Client with a Tracer, or the SQL API's traceparent
+	// argument), "" for none; see Tracer.
+	Traceparent string
 
 	output json.RawMessage // see RecordOutput
 }

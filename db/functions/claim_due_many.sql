@@ -15,7 +15,10 @@
 -- ctid, so no plan scans a partition per claimed task, even on tables
 -- never analyzed. Seq scans are disabled because the planner, costing a
 -- ctid fetch as a random page read, prefers scanning a small partition
--- whole to fetching 100 tuples; generic plans because plpgsql would
+-- whole to fetching 100 tuples, and bitmap scans because, on a table never
+-- analyzed, it may prefer reading the partition's whole primary key to
+-- the ctid fetch (a wider row, such as traceparent's, makes it guess fewer
+-- rows per page, which tips it); generic plans because plpgsql would
 -- otherwise re-plan the statement for every partition (on Citus, which
 -- must see the partition as a value to route the statement, custom ones).
 CREATE OR REPLACE FUNCTION pgsched.claim_due_many(p_node_id text, p_epoch bigint, p_partitions integer[], p_max integer,
@@ -24,6 +27,7 @@ RETURNS SETOF pgsched.heads
 LANGUAGE plpgsql
 SET jit = off
 SET enable_seqscan = off
+SET enable_bitmapscan = off
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE

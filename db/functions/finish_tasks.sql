@@ -29,7 +29,7 @@ CREATE OR REPLACE FUNCTION pgsched.finish_tasks(
 )
 RETURNS TABLE (applied bigint[], partition_id integer, id bigint, ordering_id text, scheduled_at timestamptz,
                uniqueness_key text, kind text, payload jsonb, attempt integer, run_at timestamptz,
-               claimed_at timestamptz, claimable integer, tick boolean)
+               claimed_at timestamptz, claimable integer, tick boolean, traceparent text)
 LANGUAGE plpgsql
 SET jit = off
 SET enable_seqscan = off
@@ -105,20 +105,20 @@ BEGIN
         FROM gone g WHERE g.outcome = 'completed'
     ), dead AS (
         INSERT INTO pgsched.dead_tasks (partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, last_error, node_id,
-                                        tick)
-        SELECT g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt, g.err, g.node_id, g.tick
+                                        tick, traceparent)
+        SELECT g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt, g.err, g.node_id, g.tick, g.traceparent
         FROM gone g WHERE g.outcome = 'dead'
     ), ins AS (
         INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                         run_at, attempt, revision, last_error, created_at, backlog,
-                                        running, node_id, epoch, claimed_at, chain, next_tids, next_ids, next_more, tick)
+                                        running, node_id, epoch, claimed_at, chain, next_tids, next_ids, next_more, tick, traceparent)
         SELECT m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
                m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at,
                cardinality(m.rest_tids) > 0 OR m.more_after,
                m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
                CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
                CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_tids END,
-               CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after, m.tick
+               CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after, m.tick, m.traceparent
         FROM moved m
         RETURNING h.*
     )
@@ -131,7 +131,7 @@ BEGIN
     IF fast IS NOT NULL THEN
         RETURN QUERY
         SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
-               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick
+               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent
         FROM unnest(fast) x;
         handed := cardinality(fast);
     END IF;
@@ -179,18 +179,18 @@ BEGIN
         ), ins AS (
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                             run_at, attempt, revision, last_error, created_at, backlog,
-                                            running, node_id, epoch, claimed_at, chain, next_tids, next_ids, next_more, tick)
+                                            running, node_id, epoch, claimed_at, chain, next_tids, next_ids, next_more, tick, traceparent)
             SELECT m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
                    m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at, m.more,
                    m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
                    CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
-                   m.next_tids, m.next_ids, m.next_more, m.tick
+                   m.next_tids, m.next_ids, m.next_more, m.tick, m.traceparent
             FROM moved m
             RETURNING h.partition_id, h.id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.kind, h.payload,
-                      h.attempt, h.run_at, h.claimed_at, h.running, h.tick
+                      h.attempt, h.run_at, h.claimed_at, h.running, h.tick, h.traceparent
         )
         SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
-               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick
+               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent
         FROM ins x WHERE x.running;
         GET DIAGNOSTICS handed2 = ROW_COUNT;
         handed := handed + handed2;

@@ -1,15 +1,19 @@
--- schedule enqueues one task; see schedule_many.
+-- schedule enqueues one task; see schedule_many. traceparent: the W3C
+-- trace context of the caller's span, for the run's span to link to
+-- (docs/tracing.md); NULL or '' for none.
 CREATE OR REPLACE FUNCTION pgsched.schedule(
     ordering_id    text,
     scheduled_at   timestamptz,
     uniqueness_key text DEFAULT '',
     payload        jsonb DEFAULT '{}',
-    kind           text DEFAULT 'default'
+    kind           text DEFAULT 'default',
+    traceparent    text DEFAULT NULL
 )
 RETURNS text
 LANGUAGE sql
 SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
     SELECT (pgsched.schedule_many(
-        ARRAY[ordering_id], ARRAY[scheduled_at], ARRAY[uniqueness_key], ARRAY[payload], ARRAY[kind]))[1]
+        ARRAY[ordering_id], ARRAY[scheduled_at], ARRAY[uniqueness_key], ARRAY[payload], ARRAY[kind], false,
+        CASE WHEN traceparent IS NOT NULL THEN ARRAY[traceparent] END))[1]
 $$;

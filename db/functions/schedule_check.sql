@@ -1,9 +1,11 @@
 -- schedule_check refuses a batch that schedule_many must not store: arrays
 -- of different lengths, or a task with an invalid field (SQLSTATE PGS01)
 -- or a time before the grace window (PGS02), naming the first such task's
--- field and, in a batch, its position.
+-- field and, in a batch, its position. A traceparent is NULL or '' (none)
+-- or a W3C trace context of version 00 with non-zero ids, lowercase hex.
 CREATE OR REPLACE FUNCTION pgsched.schedule_check(ordering_ids text[], scheduled_ats timestamptz[], uniqueness_keys text[],
-                                                  payloads jsonb[], kinds text[], s pgsched.settings, t_now timestamptz)
+                                                  payloads jsonb[], kinds text[], s pgsched.settings, t_now timestamptz,
+                                                  traceparents text[] DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 AS $$
@@ -15,7 +17,8 @@ BEGIN
     IF coalesce(cardinality(scheduled_ats), 0) <> n
        OR (uniqueness_keys IS NOT NULL AND cardinality(uniqueness_keys) <> n)
        OR (payloads IS NOT NULL AND cardinality(payloads) <> n)
-       OR (kinds IS NOT NULL AND cardinality(kinds) <> n) THEN
+       OR (kinds IS NOT NULL AND cardinality(kinds) <> n)
+       OR (traceparents IS NOT NULL AND cardinality(traceparents) <> n) THEN
         RAISE EXCEPTION 'pgsched: schedule_many arrays must all have % elements', n USING ERRCODE = 'PGS01';
     END IF;
     -- Arrays are only ever unnested together: subscripting a large array of
@@ -40,11 +43,13 @@ BEGIN
                 WHEN pg_column_size(u.pl) >= 1016
                      AND jsonb_path_exists(u.pl, 'strict $.**{126} ? (@.type() == "array" || @.type() == "object")')
                     THEN 'payload is nested more than 126 levels deep'
+                WHEN u.tp <> '' AND (u.tp !~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' OR u.tp ~ '^00-0{32}-' OR u.tp ~ '-0{16}-..$')
+                    THEN 'traceparent is not a W3C trace context: want 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, lowercase, ids not all zero'
             END AS invalid,
             CASE WHEN u.sa < t_now - s.grace
                 THEN format('scheduled_at %s is before now minus the grace window of %s', u.sa, s.grace)
             END AS past
-        FROM unnest(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS u(o, sa, uk, pl, k, i)
+        FROM unnest(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents) WITH ORDINALITY AS u(o, sa, uk, pl, k, tp, i)
     ) x WHERE x.invalid IS NOT NULL OR x.past IS NOT NULL ORDER BY x.i LIMIT 1;
     IF FOUND THEN
         IF n > 1 THEN

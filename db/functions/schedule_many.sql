@@ -6,6 +6,10 @@
 -- batch were enqueued in turn, and both positions report its result. A NULL
 -- or empty kind is 'default', a NULL payload {}.
 --
+-- traceparents: each task's W3C trace context (schedule_check says which
+-- are valid), kept with the task for its run's span (docs/tracing.md);
+-- NULL, or a NULL or '' element, for none. Overwriting a task replaces it.
+--
 -- new_keys: a cheaper insert for batches of fresh ordering_ids; see
 -- docs/design.md, "schedule_many".
 CREATE OR REPLACE FUNCTION pgsched.schedule_many(
@@ -14,7 +18,8 @@ CREATE OR REPLACE FUNCTION pgsched.schedule_many(
     uniqueness_keys text[] DEFAULT NULL,
     payloads        jsonb[] DEFAULT NULL,
     kinds           text[] DEFAULT NULL,
-    new_keys        boolean DEFAULT false
+    new_keys        boolean DEFAULT false,
+    traceparents    text[] DEFAULT NULL
 )
 RETURNS text[]
 LANGUAGE plpgsql
@@ -36,7 +41,7 @@ DECLARE
     settle_o text[];
 BEGIN
     SELECT * INTO STRICT s FROM pgsched.settings;
-    PERFORM pgsched.schedule_check(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, s, t_now);
+    PERFORM pgsched.schedule_check(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, s, t_now, traceparents);
     IF n = 0 THEN
         RETURN '{}';
     END IF;
@@ -50,11 +55,12 @@ BEGIN
     -- where there is none; see docs/design.md, "schedule_many".
     IF new_keys THEN
         WITH ins AS (
-            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
-            SELECT f.p, f.o, f.sa, f.uk, f.k, f.pl, f.sa FROM (
+            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, traceparent)
+            SELECT f.p, f.o, f.sa, f.uk, f.k, f.pl, f.sa, f.tp FROM (
                 SELECT DISTINCT ON (x.p, x.o COLLATE "C") x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
-                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k
-                FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
+                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k, nullif(x.tp, '') AS tp
+                FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents)
+                     WITH ORDINALITY AS x(p, o, sa, uk, pl, k, tp, i)
                 ORDER BY x.p, x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
             ) f
             ORDER BY f.p, f.o
@@ -63,11 +69,12 @@ BEGIN
         SELECT array_agg(ins.id) INTO fresh_ids FROM ins;
     ELSE
         WITH ins AS (
-            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
-            SELECT f.p, f.o, f.sa, f.uk, f.k, f.pl, f.sa FROM (
+            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, traceparent)
+            SELECT f.p, f.o, f.sa, f.uk, f.k, f.pl, f.sa, f.tp FROM (
                 SELECT DISTINCT ON (x.p, x.o COLLATE "C") x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
-                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k
-                FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
+                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k, nullif(x.tp, '') AS tp
+                FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents)
+                     WITH ORDINALITY AS x(p, o, sa, uk, pl, k, tp, i)
                 ORDER BY x.p, x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
             ) f
             ORDER BY f.p, f.o
@@ -140,9 +147,10 @@ BEGIN
     -- earlier than an idle head takes its place.
     WITH u AS (
         SELECT x.i, x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
-               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k,
+               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k, nullif(x.tp, '') AS tp,
                x.i IN (SELECT unnest(done)) AS completed, x.i IN (SELECT unnest(fresh)) AS fresh
-        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
+        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents)
+             WITH ORDINALITY AS x(p, o, sa, uk, pl, k, tp, i)
     ), cand AS (
         SELECT DISTINCT ON (u.p, u.o, u.sa, u.uk) u.*
         FROM u WHERE NOT u.completed
@@ -154,16 +162,16 @@ BEGIN
                                  AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk
         WHERE NOT c.fresh
     ), hu AS (
-        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, revision = h.revision + 1, paused = false
+        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, traceparent = r.tp, revision = h.revision + 1, paused = false
         FROM rest r
         WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o
         RETURNING h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key
     ), bl AS (
-        INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at)
-        SELECT r.p, r.o, r.sa, r.uk, r.k, r.pl, r.sa FROM rest r WHERE NOT r.is_head
+        INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, traceparent)
+        SELECT r.p, r.o, r.sa, r.uk, r.k, r.pl, r.sa, r.tp FROM rest r WHERE NOT r.is_head
         ORDER BY r.p, r.o, r.sa, r.uk
         ON CONFLICT (partition_id, ordering_id, scheduled_at, uniqueness_key) DO UPDATE
-        SET kind = excluded.kind, payload = excluded.payload, revision = b.revision + 1
+        SET kind = excluded.kind, payload = excluded.payload, traceparent = excluded.traceparent, revision = b.revision + 1
         RETURNING b.partition_id, b.ordering_id, b.scheduled_at, b.uniqueness_key, (b.revision = 0) AS inserted
     ), kr AS (
         SELECT c.p, c.o, c.sa, c.uk, 'inserted' AS r FROM cand c WHERE c.fresh

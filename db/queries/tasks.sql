@@ -5,7 +5,8 @@ SELECT pgsched.schedule_many(
     sqlc.arg(uniqueness_keys)::text[],
     sqlc.arg(payloads)::jsonb[],
     sqlc.arg(kinds)::text[],
-    sqlc.arg(new_keys)::boolean
+    sqlc.arg(new_keys)::boolean,
+    sqlc.narg(traceparents)::text[]
 )::text[] AS results;
 
 -- name: TaskCancel :exec
@@ -24,7 +25,7 @@ SELECT pgsched.reschedule(
 -- pgsched.claim_due_many), in one transaction.
 -- name: TaskClaimDue :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent
 FROM pgsched.claim_due_many(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sqlc.arg(partition_ids)::integer[],
                             sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8) AS c;
 
@@ -32,7 +33,7 @@ FROM pgsched.claim_due_many(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sq
 -- delegated to it (see pgsched.claim_due_on).
 -- name: TaskClaimDueOn :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent
 FROM pgsched.claim_due_on(sqlc.arg(anchor)::integer, sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint,
                           sqlc.arg(partition_ids)::integer[], sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8) AS c;
 
@@ -49,7 +50,8 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
        coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
-       coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick
+       coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick,
+       coalesce(r.traceparent, '')::text AS traceparent
 FROM pgsched.finish_tasks(
     sqlc.arg(node_id)::text,
     sqlc.arg(epoch)::bigint,
@@ -63,7 +65,8 @@ FROM pgsched.finish_tasks(
     sqlc.arg(chain_max)::integer,
     sqlc.arg(chain_partitions)::integer[],
     sqlc.arg(chain_limit)::integer
-) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick);
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick,
+        traceparent);
 
 -- TaskFinishOn is TaskFinish for tasks of partitions on one Citus worker,
 -- delegated to it (see pgsched.finish_tasks_on).
@@ -74,7 +77,8 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
        coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
-       coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick
+       coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick,
+       coalesce(r.traceparent, '')::text AS traceparent
 FROM pgsched.finish_tasks_on(
     sqlc.arg(anchor)::integer,
     sqlc.arg(node_id)::text,
@@ -89,7 +93,8 @@ FROM pgsched.finish_tasks_on(
     sqlc.arg(chain_max)::integer,
     sqlc.arg(chain_partitions)::integer[],
     sqlc.arg(chain_limit)::integer
-) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick);
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick,
+        traceparent);
 
 -- TaskHeldBy lists the tasks the database says (node_id, epoch) runs. Running
 -- heads have no index (claims stay HOT updates), so this reads the heads

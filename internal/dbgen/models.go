@@ -24,6 +24,7 @@ type PgschedBacklog struct {
 	LastError     pgtype.Text
 	CreatedAt     time.Time
 	Tick          bool
+	Traceparent   pgtype.Text
 }
 
 type PgschedBackup struct {
@@ -100,6 +101,7 @@ type PgschedDeadTask struct {
 	NodeID        pgtype.Text
 	DiedAt        time.Time
 	Tick          bool
+	Traceparent   pgtype.Text
 }
 
 type PgschedGooseDbVersion struct {
@@ -133,6 +135,7 @@ type PgschedHead struct {
 	NextMore      bool
 	Paused        bool
 	Tick          bool
+	Traceparent   pgtype.Text
 }
 
 type PgschedKind struct {

@@ -286,7 +286,7 @@ func (q *Queries) TaskCancelRunning(ctx context.Context, db DBTX, arg TaskCancel
 
 const taskClaimDue = `-- name: TaskClaimDue :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent
 FROM pgsched.claim_due_many($1::text, $2::bigint, $3::integer[],
                             $4::integer, $5::float8) AS c
 `
@@ -311,6 +311,7 @@ type TaskClaimDueRow struct {
 	RunAt         time.Time
 	ClaimedAt     time.Time
 	Tick          bool
+	Traceparent   string
 }
 
 // TaskClaimDue claims the head task of up to max_tasks due ordering queues
@@ -343,6 +344,7 @@ func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDuePar
 			&i.RunAt,
 			&i.ClaimedAt,
 			&i.Tick,
+			&i.Traceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -356,7 +358,7 @@ func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDuePar
 
 const taskClaimDueOn = `-- name: TaskClaimDueOn :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent
 FROM pgsched.claim_due_on($1::integer, $2::text, $3::bigint,
                           $4::integer[], $5::integer, $6::float8) AS c
 `
@@ -382,6 +384,7 @@ type TaskClaimDueOnRow struct {
 	RunAt         time.Time
 	ClaimedAt     time.Time
 	Tick          bool
+	Traceparent   string
 }
 
 // TaskClaimDueOn is TaskClaimDue for partitions on one Citus worker,
@@ -414,6 +417,7 @@ func (q *Queries) TaskClaimDueOn(ctx context.Context, db DBTX, arg TaskClaimDueO
 			&i.RunAt,
 			&i.ClaimedAt,
 			&i.Tick,
+			&i.Traceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -432,7 +436,8 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
        coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
-       coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick
+       coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick,
+       coalesce(r.traceparent, '')::text AS traceparent
 FROM pgsched.finish_tasks(
     $1::text,
     $2::bigint,
@@ -446,7 +451,8 @@ FROM pgsched.finish_tasks(
     $10::integer,
     $11::integer[],
     $12::integer
-) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick)
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick,
+        traceparent)
 `
 
 type TaskFinishParams struct {
@@ -479,6 +485,7 @@ type TaskFinishRow struct {
 	ClaimedAt     time.Time
 	Claimable     int32
 	Tick          bool
+	Traceparent   string
 }
 
 // TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
@@ -524,6 +531,7 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams)
 			&i.ClaimedAt,
 			&i.Claimable,
 			&i.Tick,
+			&i.Traceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -542,7 +550,8 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
        coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
-       coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick
+       coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick,
+       coalesce(r.traceparent, '')::text AS traceparent
 FROM pgsched.finish_tasks_on(
     $1::integer,
     $2::text,
@@ -557,7 +566,8 @@ FROM pgsched.finish_tasks_on(
     $11::integer,
     $12::integer[],
     $13::integer
-) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick)
+) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick,
+        traceparent)
 `
 
 type TaskFinishOnParams struct {
@@ -591,6 +601,7 @@ type TaskFinishOnRow struct {
 	ClaimedAt     time.Time
 	Claimable     int32
 	Tick          bool
+	Traceparent   string
 }
 
 // TaskFinishOn is TaskFinish for tasks of partitions on one Citus worker,
@@ -633,6 +644,7 @@ func (q *Queries) TaskFinishOn(ctx context.Context, db DBTX, arg TaskFinishOnPar
 			&i.ClaimedAt,
 			&i.Claimable,
 			&i.Tick,
+			&i.Traceparent,
 		); err != nil {
 			return nil, err
 		}
@@ -871,7 +883,8 @@ SELECT pgsched.schedule_many(
     $3::text[],
     $4::jsonb[],
     $5::text[],
-    $6::boolean
+    $6::boolean,
+    $7::text[]
 )::text[] AS results
 `
 
@@ -882,6 +895,7 @@ type TaskScheduleManyParams struct {
 	Payloads       [][]byte
 	Kinds          []string
 	NewKeys        bool
+	Traceparents   []string
 }
 
 func (q *Queries) TaskScheduleMany(ctx context.Context, db DBTX, arg TaskScheduleManyParams) ([]string, error) {
@@ -892,6 +906,7 @@ func (q *Queries) TaskScheduleMany(ctx context.Context, db DBTX, arg TaskSchedul
 		arg.Payloads,
 		arg.Kinds,
 		arg.NewKeys,
+		arg.Traceparents,
 	)
 	var results []string
 	err := row.Scan(&results)

@@ -80,10 +80,17 @@ func (c *claimer) claim(ctx context.Context, term *lease.Term, free int) (jobs [
 	// half-way: the server may commit it while the client gives up,
 	// leaving tasks claimed that nobody runs.
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), statementTimeout)
+	var end func(int, error)
+	if tr := d.cfg.Tracer; tr != nil {
+		end = tr.StartBatch(cctx, "claim")
+	}
 	var unreached []int32
 	jobs, unreached, err = d.cfg.Store.ClaimFrom(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, claimFrom, free, d.cfg.ClaimAhead)
 	received = time.Now()
 	cancel()
+	if end != nil {
+		end(len(jobs), err)
+	}
 	if err != nil {
 		// It may have committed all the same (see reconcile).
 		d.statementFailed()

@@ -71,6 +71,9 @@ type Config struct {
 	ReconcileDelay time.Duration
 	Logger         *slog.Logger
 	Hooks          Hooks
+	// Tracer, when set, gives each run, claim and finish statement a span
+	// (see pgschedtype.Tracer). Nil: no tracing, and no cost.
+	Tracer pgschedtype.Tracer
 }
 
 // Control is the operators' run-time decisions the dispatcher honours.

@@ -368,7 +368,14 @@ func (f *finisher) finish(ctx context.Context, epoch int64, items []finishItem) 
 			finished++
 		}
 	}
+	var end func(int, error)
+	if tr := f.cfg.Tracer; tr != nil {
+		end = tr.StartBatch(ctx, "finish")
+	}
 	res, err := f.cfg.Store.Finish(ctx, f.cfg.DB, f.cfg.Node.ID(), epoch, outs, f.handover(epoch, finished))
+	if end != nil {
+		end(len(outs), err)
+	}
 	if err != nil {
 		if len(res.Applied) == 0 && len(res.HandedOver) == 0 {
 			return 0, items, err

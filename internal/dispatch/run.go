@@ -75,6 +75,11 @@ func (d *Dispatcher) run(term *lease.Term, job *Job) {
 		cancel(context.Cause(hc.ctx))
 	}
 	job.cancelMu.Unlock()
+	var end func(pgschedtype.Outcome, string)
+	if tr := d.cfg.Tracer; tr != nil {
+		// The handler runs in the run's span (see pgschedtype.Tracer).
+		ctx, end = tr.StartRun(ctx, &job.Claimed)
+	}
 	began := time.Now()
 	res := d.exec(ctx, job)
 	ran := time.Since(began)
@@ -88,6 +93,9 @@ func (d *Dispatcher) run(term *lease.Term, job *Job) {
 	if res.Outcome == pgschedtype.OutcomeRetry && d.abort.Err() != nil {
 		// Cancelled by a stop: back in line at once, not after a backoff.
 		res.RetryIn = 0
+	}
+	if end != nil {
+		end(res.Outcome, res.Error)
 	}
 	if res.Recorded {
 		// Written by the handler's own transaction.

@@ -118,6 +118,7 @@ func (n *Node) build() (*parts, error) {
 		DrainTimeout: cfg.DrainTimeout,
 		Logger:       cfg.Logger,
 		Hooks:        observer.Hooks(),
+		Tracer:       cfg.Tracer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgsched: %w", err)

@@ -58,6 +58,8 @@ type Config struct {
 
 	// Settled, when set, is told of every settled outcome (tests).
 	Settled func(job *dispatch.Job, res dispatch.Result)
+	// Tracer traces runs, claims and finishes; nil traces nothing.
+	Tracer pgschedtype.Tracer
 }
 
 // Node is one run of a node, from Start until it has stopped.

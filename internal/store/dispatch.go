@@ -55,16 +55,16 @@ func sqlCount(n int) int32 {
 // claimedRow builds a Claimed from a row of pgsched.claim_due_many.
 func claimedRow(r dbgen.TaskClaimDueRow) Claimed {
 	return claimed(r.PartitionID, r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind,
-		r.Payload, r.Attempt, r.RunAt, r.ClaimedAt, r.Tick)
+		r.Payload, r.Attempt, r.RunAt, r.ClaimedAt, r.Tick, r.Traceparent)
 }
 
 // claimed builds a Claimed from the columns a claim and a handover return.
 func claimed(partition int32, id int64, orderingID string, scheduledAt time.Time, uniquenessKey, kind string,
-	payload []byte, attempt int32, runAt, claimedAt time.Time, tick bool) Claimed {
+	payload []byte, attempt int32, runAt, claimedAt time.Time, tick bool, traceparent string) Claimed {
 	return Claimed{
 		Partition: int(partition), ID: id, OrderingID: orderingID, ScheduledAt: scheduledAt,
 		UniquenessKey: uniquenessKey, Kind: kind, Payload: payload, Attempt: int(attempt),
-		RunAt: runAt, ClaimedAt: claimedAt, Tick: tick,
+		RunAt: runAt, ClaimedAt: claimedAt, Tick: tick, Traceparent: traceparent,
 	}
 }
 
@@ -216,7 +216,7 @@ func finished(rows []dbgen.TaskFinishRow) Finished {
 			continue
 		}
 		f.HandedOver = append(f.HandedOver, claimed(r.PartitionID, r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind,
-			r.Payload, r.Attempt, r.RunAt, r.ClaimedAt, r.Tick))
+			r.Payload, r.Attempt, r.RunAt, r.ClaimedAt, r.Tick, r.Traceparent))
 	}
 	return f
 }

@@ -130,6 +130,8 @@ type NewTask struct {
 	UniquenessKey string
 	Kind          string
 	Payload       []byte
+	// Traceparent is the enqueueing call's W3C trace context, "" for none.
+	Traceparent string
 }
 
 // ScheduleMany enqueues tasks atomically in one statement and returns one
@@ -156,6 +158,13 @@ func (s *PG) ScheduleMany(ctx context.Context, db DBTX, tasks []NewTask, newKeys
 		arg.Kinds[i] = t.Kind
 		if t.Kind == "" {
 			arg.Kinds[i] = "default"
+		}
+		if t.Traceparent != "" {
+			// Only a batch with a trace sends the array (NULL otherwise).
+			if arg.Traceparents == nil {
+				arg.Traceparents = make([]string, n)
+			}
+			arg.Traceparents[i] = t.Traceparent
 		}
 	}
 	res, err := s.q.TaskScheduleMany(ctx, s.db(db), arg)

@@ -18,7 +18,7 @@ CREATE OR REPLACE FUNCTION pgsched.finish_tasks(
 )
 RETURNS TABLE (applied bigint[], partition_id integer, id bigint, ordering_id text, scheduled_at timestamptz,
                uniqueness_key text, kind text, payload jsonb, attempt integer, run_at timestamptz,
-               claimed_at timestamptz, claimable integer, tick boolean)
+               claimed_at timestamptz, claimable integer, tick boolean, traceparent text)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_custom_plan
 SET jit = off
@@ -108,14 +108,14 @@ BEGIN
            array_agg(ROW(g.partition_id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.attempt, g.node_id,
                          t_now, g.tick, NULL::jsonb)::pgsched.completions) FILTER (WHERE g.outcome = 'completed'),
            array_agg(ROW(g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt,
-                         g.err, g.node_id, t_now, g.tick)::pgsched.dead_tasks) FILTER (WHERE g.outcome = 'dead'),
+                         g.err, g.node_id, t_now, g.tick, g.traceparent)::pgsched.dead_tasks) FILTER (WHERE g.outcome = 'dead'),
            (SELECT array_agg(ROW(m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
                    m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at,
                    cardinality(m.rest_tids) > 0 OR m.more_after,
                    m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
                    CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
                    CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_tids END,
-                   CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after, false, m.tick)::pgsched.heads)
+                   CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after, false, m.tick, m.traceparent)::pgsched.heads)
             FROM moved m)
     INTO gone_p, gone_o, gone_c, gone_id, known_n, v_tomb, v_dead, v_new FROM gone g;
     IF v_tomb IS NOT NULL THEN
@@ -133,7 +133,7 @@ BEGIN
     IF fast IS NOT NULL THEN
         RETURN QUERY
         SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
-               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick
+               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent
         FROM unnest(fast) x;
         handed := cardinality(fast);
     END IF;
@@ -177,14 +177,14 @@ BEGIN
                    m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at, m.more,
                    m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
                    CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
-                   m.next_tids, m.next_ids, m.next_more, false, m.tick)::pgsched.heads)
+                   m.next_tids, m.next_ids, m.next_more, false, m.tick, m.traceparent)::pgsched.heads)
         INTO v_new FROM moved m;
         handed2 := 0;
         IF v_new IS NOT NULL THEN
             INSERT INTO pgsched.heads SELECT x.* FROM unnest(v_new) AS x;
             RETURN QUERY
             SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
-                   x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick
+                   x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent
             FROM unnest(v_new) AS x WHERE x.running;
             GET DIAGNOSTICS handed2 = ROW_COUNT;
         END IF;

@@ -4,7 +4,8 @@
 -- naming the field (SQLSTATE PGS01 invalid, PGS02 in the past, PGS03
 -- running). A key given twice in one batch: the last one wins, as if the
 -- batch were enqueued in turn, and both positions report its result. A NULL
--- or empty kind is 'default', a NULL payload {}.
+-- or empty kind is 'default', a NULL payload {}. traceparents: as on one
+-- server (db/functions/schedule_many.sql).
 --
 -- new_keys: a cheaper insert for batches of fresh ordering_ids; see
 -- docs/design.md, "schedule_many".
@@ -14,7 +15,8 @@ CREATE OR REPLACE FUNCTION pgsched.schedule_many(
     uniqueness_keys text[] DEFAULT NULL,
     payloads        jsonb[] DEFAULT NULL,
     kinds           text[] DEFAULT NULL,
-    new_keys        boolean DEFAULT false
+    new_keys        boolean DEFAULT false,
+    traceparents    text[] DEFAULT NULL
 )
 RETURNS text[]
 LANGUAGE plpgsql
@@ -49,6 +51,7 @@ DECLARE
     nb_uk text[];
     nb_k  text[];
     nb_pl jsonb[];
+    nb_tp text[];
     nb_id bigint[];
     fresh_o text[];
 BEGIN
@@ -62,7 +65,7 @@ BEGIN
                   DETAIL = 'Task ids, which order tasks of equal scheduled_at by enqueue, come from the coordinator''s sequence.';
     END IF;
     SELECT * INTO STRICT s FROM pgsched.settings;
-    PERFORM pgsched.schedule_check(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, s, t_now);
+    PERFORM pgsched.schedule_check(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, s, t_now, traceparents);
     IF n = 0 THEN
         RETURN '{}';
     END IF;
@@ -83,7 +86,7 @@ BEGIN
                 CASE WHEN uniqueness_keys IS NOT NULL THEN ARRAY(SELECT uniqueness_keys[j] FROM unnest(q.pos) AS j) END,
                 CASE WHEN payloads IS NOT NULL THEN ARRAY(SELECT payloads[j] FROM unnest(q.pos) AS j) END,
                 CASE WHEN kinds IS NOT NULL THEN ARRAY(SELECT kinds[j] FROM unnest(q.pos) AS j) END,
-                new_keys);
+                new_keys, CASE WHEN traceparents IS NOT NULL THEN ARRAY(SELECT traceparents[j] FROM unnest(q.pos) AS j) END);
             FOR k IN 1 .. cardinality(q.pos) LOOP
                 results[q.pos[k]] := sub[k];
             END LOOP;
@@ -92,14 +95,13 @@ BEGIN
     END IF;
     v_one := parts[1];
 
-
     -- Lock every ordering_id's head in key order (no deadlock with other
     -- batches and finishers), writing the batch's earliest task as the head
     -- where there is none; see docs/design.md, "schedule_many".
     -- Citus: the same rows, each partition's in a statement Citus routes
     -- whole (see schedule_new_heads).
     SELECT h.fresh_ids, h.fresh_o INTO fresh_ids, fresh_o
-    FROM pgsched.schedule_new_heads(v_one, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, new_keys, t_now) h;
+    FROM pgsched.schedule_new_heads(v_one, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, new_keys, t_now, traceparents) h;
 
     -- n heads written for n positions: every position is its key's.
     fresh_all := coalesce(cardinality(fresh_ids), 0) = n;
@@ -166,9 +168,9 @@ BEGIN
     -- earlier than an idle head takes its place.
     WITH u AS (
         SELECT x.i, x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
-               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k,
+               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k, nullif(x.tp, '') AS tp,
                x.i IN (SELECT unnest(done)) AS completed, x.i IN (SELECT unnest(fresh)) AS fresh
-        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, i)
+        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, tp, i)
     ), cand AS (
         SELECT DISTINCT ON (u.p, u.o, u.sa, u.uk) u.*
         FROM u WHERE NOT u.completed
@@ -180,7 +182,7 @@ BEGIN
                                  AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk AND h.partition_id = v_one
         WHERE NOT c.fresh
     ), hu AS (
-        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, revision = h.revision + 1, paused = false
+        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, traceparent = r.tp, revision = h.revision + 1, paused = false
         FROM rest r
         WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o AND h.partition_id = v_one
         RETURNING h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key
@@ -198,24 +200,26 @@ BEGIN
         SELECT x.partition_id, x.ordering_id, x.scheduled_at, x.uniqueness_key, 'updated' FROM hu x
     )
     SELECT coalesce(a.p, '{}'), coalesce(a.o, '{}'), coalesce(a.sa, '{}'), coalesce(a.uk, '{}'), coalesce(a.r, '{}'),
-           b.p, b.o, b.sa, b.uk, b.k, b.pl
-    INTO kr_p, kr_o, kr_sa, kr_uk, kr_r, nb_p, nb_o, nb_sa, nb_uk, nb_k, nb_pl
+           b.p, b.o, b.sa, b.uk, b.k, b.pl, b.tp
+    INTO kr_p, kr_o, kr_sa, kr_uk, kr_r, nb_p, nb_o, nb_sa, nb_uk, nb_k, nb_pl, nb_tp
     FROM (SELECT array_agg(kr.p) AS p, array_agg(kr.o::text) AS o, array_agg(kr.sa) AS sa, array_agg(kr.uk::text) AS uk,
                  array_agg(kr.r) AS r FROM kr) a,
          (SELECT array_agg(r.p ORDER BY r.p, r.o, r.sa, r.uk) AS p, array_agg(r.o::text ORDER BY r.p, r.o, r.sa, r.uk) AS o,
                  array_agg(r.sa ORDER BY r.p, r.o, r.sa, r.uk) AS sa, array_agg(r.uk::text ORDER BY r.p, r.o, r.sa, r.uk) AS uk,
-                 array_agg(r.k ORDER BY r.p, r.o, r.sa, r.uk) AS k, array_agg(r.pl ORDER BY r.p, r.o, r.sa, r.uk) AS pl
+                 array_agg(r.k ORDER BY r.p, r.o, r.sa, r.uk) AS k, array_agg(r.pl ORDER BY r.p, r.o, r.sa, r.uk) AS pl,
+                 array_agg(r.tp ORDER BY r.p, r.o, r.sa, r.uk) AS tp
           FROM rest r WHERE NOT r.is_head) b;
     IF nb_p IS NOT NULL THEN
         nb_id := ARRAY(SELECT nextval('pgsched.task_id_seq') FROM generate_series(1, cardinality(nb_p)));
         FOR q IN
-            INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at)
-            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now
-            FROM pgsched.partition_anchor a, unnest(nb_o, nb_sa, nb_uk, nb_k, nb_pl, nb_id) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, i)
+            INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at,
+                                              traceparent)
+            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now, x.tp
+            FROM pgsched.partition_anchor a, unnest(nb_o, nb_sa, nb_uk, nb_k, nb_pl, nb_id, nb_tp) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, tp, i)
             WHERE a.partition_id = v_one
             ORDER BY x.i
             ON CONFLICT (partition_id, ordering_id, scheduled_at, uniqueness_key) DO UPDATE
-            SET kind = excluded.kind, payload = excluded.payload, revision = b.revision + 1
+            SET kind = excluded.kind, payload = excluded.payload, traceparent = excluded.traceparent, revision = b.revision + 1
             RETURNING b.partition_id, b.ordering_id, b.scheduled_at, b.uniqueness_key, (b.revision = 0) AS inserted
         LOOP
             kr_p := kr_p || q.partition_id;
@@ -235,7 +239,6 @@ BEGIN
           FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys) WITH ORDINALITY AS x(p, o, sa, uk, i)) u
     LEFT JOIN unnest(kr_p, kr_o, kr_sa, kr_uk, kr_r) AS kr(p, o, sa, uk, r)
            ON kr.p = u.p AND kr.o = u.o AND kr.sa = u.sa AND kr.uk = u.uk;
-
 
     PERFORM pgsched.schedule_settle(results, parts, ordering_ids, scheduled_ats, uniqueness_keys, done, settle_p, settle_o,
                                     t_now + s.notify_horizon);

@@ -9,7 +9,8 @@
 -- coordinator and copies the rows over, about three times as long).
 CREATE OR REPLACE FUNCTION pgsched.schedule_new_heads(p_partition integer, ordering_ids text[], scheduled_ats timestamptz[],
                                                       uniqueness_keys text[], payloads jsonb[], kinds text[], new_keys boolean,
-                                                      t_now timestamptz, OUT fresh_ids bigint[], OUT fresh_o text[])
+                                                      t_now timestamptz, traceparents text[],
+                                                      OUT fresh_ids bigint[], OUT fresh_o text[])
 LANGUAGE plpgsql
 SET plan_cache_mode = force_custom_plan
 AS $$
@@ -21,22 +22,26 @@ DECLARE
     nh_k  text[];
     nh_pl jsonb[];
     nh_id bigint[];
+    nh_tp text[];
 BEGIN
     SELECT array_agg(f.o ORDER BY f.o), array_agg(f.sa ORDER BY f.o), array_agg(f.uk ORDER BY f.o),
-           array_agg(f.k ORDER BY f.o), array_agg(f.pl ORDER BY f.o)
-    INTO nh_o, nh_sa, nh_uk, nh_k, nh_pl
+           array_agg(f.k ORDER BY f.o), array_agg(f.pl ORDER BY f.o), array_agg(f.tp ORDER BY f.o)
+    INTO nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_tp
     FROM (
         SELECT DISTINCT ON (x.o COLLATE "C") x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
-               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k
-        FROM unnest(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds) WITH ORDINALITY AS x(o, sa, uk, pl, k, i)
+               coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k, nullif(x.tp, '') AS tp
+        FROM unnest(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents)
+             WITH ORDINALITY AS x(o, sa, uk, pl, k, tp, i)
         ORDER BY x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
     ) f;
     nh_id := ARRAY(SELECT nextval('pgsched.task_id_seq') FROM generate_series(1, cardinality(nh_o)));
     IF new_keys THEN
         FOR q IN
-            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at)
-            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now
-            FROM pgsched.partition_anchor a, unnest(nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_id) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, i)
+            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at,
+                                            traceparent)
+            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now, x.tp
+            FROM pgsched.partition_anchor a, unnest(nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_id, nh_tp)
+                 WITH ORDINALITY AS x(o, sa, uk, k, pl, id, tp, i)
             WHERE a.partition_id = p_partition
             ORDER BY x.i
             RETURNING h.id, h.ordering_id
@@ -49,9 +54,11 @@ BEGIN
         END IF;
     ELSE
         FOR q IN
-            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at)
-            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now
-            FROM pgsched.partition_anchor a, unnest(nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_id) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, i)
+            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at,
+                                            traceparent)
+            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now, x.tp
+            FROM pgsched.partition_anchor a, unnest(nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_id, nh_tp)
+                 WITH ORDINALITY AS x(o, sa, uk, k, pl, id, tp, i)
             WHERE a.partition_id = p_partition
             ORDER BY x.i
             ON CONFLICT (partition_id, ordering_id) DO UPDATE SET revision = h.revision WHERE false

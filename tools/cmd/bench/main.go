@@ -4,6 +4,8 @@
 //   - burn-own, burn-ordered: burn-down of -n due tasks (own ordering_id per
 //     task, and 1,000 ordering_ids in order); on stderr, how the machine's
 //     CPU was shared during each run (this process, the rest, idle);
+//   - burn-traced: the own-ordering_id burn-down untraced and with
+//     OpenTelemetry tracing on (pgschedotel), back to back, and the ratio;
 //   - lateness: start lateness of tasks arriving at a steady -rate;
 //   - sustained (c): producers enqueue due tasks without pause for
 //     -sustained-duration while one worker runs them; completed and enqueued
@@ -88,6 +90,7 @@ type bench struct {
 	leaseTTL      time.Duration // worker LeaseTTL (0: the worker's default)
 	flexDown      time.Duration // worker FlexDown (0: the worker's default)
 	reportStarts  bool          // replica child: print each task's start
+	tracing       *tracing      // burn-traced: clients and workers trace
 }
 
 // workload is one or more table rows measured by the same runs.
@@ -128,7 +131,7 @@ func run(ctx context.Context) error {
 	flag.BoolVar(&b.reportStarts, "report-starts", false, "internal: with -replica-of, print each task's start")
 	replicaOf := flag.String("replica-of", "", "internal: run as a worker process of the replicas workload on this schema")
 	memProfile := flag.String("memprofile", "", "write a heap allocation profile of the whole run (Go side) to this file")
-	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g), recurring (h), console (i), replicas, rebalance; empty runs all")
+	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, burn-traced, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g), recurring (h), console (i), replicas, rebalance; empty runs all")
 	flag.Parse()
 	if *replicaOf != "" {
 		return b.replicaChild(ctx, *replicaOf)
@@ -265,6 +268,7 @@ func (b *bench) workloads() []workload {
 		{[]string{"enqueue"}, []string{"ScheduleMany 10k/call x 4 callers, tasks/s"}, one(b.enqueueBatch)},
 		{[]string{"burn-own"}, []string{fmt.Sprintf("burn-down %d, own ordering_id, tasks/s", b.n)}, one(b.burnOwn)},
 		{[]string{"burn-ordered"}, []string{fmt.Sprintf("burn-down 1000 ids x %d, in order, tasks/s", b.n/1000)}, one(b.burnOrdered)},
+		b.tracedWorkload(),
 		{[]string{"lateness"}, []string{
 			fmt.Sprintf("lateness p50 at %d/s, ms", b.rate),
 			fmt.Sprintf("lateness p99 at %d/s, ms", b.rate),
@@ -333,7 +337,11 @@ func (b *bench) fresh(ctx context.Context) (*pgxpool.Pool, *pgsched.Client, stri
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
-	c, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: schema})
+	cc := pgsched.ClientConfig{Schema: schema}
+	if b.tracing != nil {
+		cc.Tracer = b.tracing.tracer
+	}
+	c, err := pgsched.NewClient(pool, cc)
 	if err != nil {
 		return nil, nil, "", nil, err
 	}
@@ -353,13 +361,17 @@ func (b *bench) fresh(ctx context.Context) (*pgxpool.Pool, *pgsched.Client, stri
 
 // worker starts a pgsched worker on schema whose handler for every kind is h.
 func (b *bench) worker(ctx context.Context, pool *pgxpool.Pool, schema string, h func(*pgsched.Job)) (*pgsched.Worker, error) {
-	w, err := pgsched.NewWorker(pool, pgsched.WorkerConfig{
+	cfg := pgsched.WorkerConfig{
 		Schema: schema, Concurrency: b.conc, Prefetch: b.prefetch, LeaseTTL: b.leaseTTL, FlexDown: b.flexDown, Logger: slog.New(slog.DiscardHandler),
 		Handlers: map[string]pgsched.Handler{"*": pgsched.HandlerFunc(func(_ context.Context, j *pgsched.Job) error {
 			h(j)
 			return nil
 		})},
-	})
+	}
+	if b.tracing != nil {
+		cfg.Tracer = b.tracing.tracer
+	}
+	w, err := pgsched.NewWorker(pool, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/pgsched/pgsched"
 )
 
@@ -27,7 +29,14 @@ func (b *bench) burn(ctx context.Context, ids int) (float64, error) {
 	// Due now (within the grace window): the backlog is there before the
 	// worker starts, as in the peers' burn-down benchmarks.
 	enqueued := serverCPU()
-	if err := enqueueLoad(ctx, c, b.n, ids, -time.Second); err != nil {
+	ectx := ctx
+	if b.tracing != nil {
+		// Enqueued inside a span: every task stores its traceparent.
+		var span trace.Span
+		ectx, span = b.tracing.tp.Tracer("bench").Start(ctx, "enqueue")
+		defer span.End()
+	}
+	if err := enqueueLoad(ectx, c, b.n, ids, -time.Second); err != nil {
 		return 0, err
 	}
 	cpu, servers, mem := sampleCPU(), serverCPU(), sampleMem()
