@@ -400,12 +400,9 @@ func TestSigkillBeforeCommit(t *testing.T) {
 	victim := startChild(t, b.db, "tx-victim", 0, 5, time.Second)
 	_, err := b.client.Schedule(context.Background(), pgsched.Task{OrderingID: "tx-1", ScheduledAt: time.Now(), Kind: "block-before-commit"})
 	require.NoError(t, err)
-	eventually(t, 20*time.Second, func() bool {
-		var n int
-		_ = b.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM "+b.db.Schema+".tasks WHERE state = 'running'").Scan(&n)
-		return n == 1
-	}, "task running")
-	time.Sleep(100 * time.Millisecond) // let the handler reach its write; the assertion below does not depend on it
+	// The handler prints this after its write, inside its transaction,
+	// and then blocks: the kill comes with the write in flight.
+	victim.waitLine(t, "READY-TO-COMMIT tx-1", 20*time.Second)
 	require.NoError(t, victim.cmd.Process.Signal(syscall.SIGKILL))
 	_ = victim.cmd.Wait()
 	require.Equal(t, 0, countRows(t, b, "execlog"), "the uncommitted write is gone")
