@@ -381,13 +381,59 @@ func TestSigkillLosesNothing(t *testing.T) {
 	eventually(t, 30*time.Second, func() bool {
 		var n int
 		_ = b.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM "+b.db.Schema+".tasks WHERE state = 'running' AND node_id = 'kill-node-0'").Scan(&n)
-		return n > 0
+		return n >= 3
 	}, "the victim runs tasks")
 	killed := time.Now()
 	require.NoError(t, kids[0].cmd.Process.Signal(syscall.SIGKILL))
+	_ = kids[0].cmd.Wait()
+	// What the victim held when it died. Nothing of it goes back before
+	// the victim's lease runs out (seconds from now), so this is all of it.
+	held := runningOn(t, b.db, "kill-node-0")
+	require.NotEmpty(t, held, "the victim held tasks when it was killed")
 	waitDrained(t, b, 2*time.Minute)
 	checkLog(t, b.db, 200, 20)
 	checkRerunsFrom(t, b.db, "kill-node-0", killed)
+	require.Positive(t, checkRescued(t, b.db, "kill-node-0", held), "the victim's tasks were rescued")
+}
+
+// heldTask is a task a node was running.
+type heldTask struct {
+	OrderingID, UK string
+	Attempt        int
+}
+
+// runningOn lists the tasks the database says node runs.
+func runningOn(t *testing.T, db *pgtest.DB, node string) []heldTask {
+	t.Helper()
+	rows, err := db.Pool.Query(context.Background(),
+		"SELECT ordering_id, uniqueness_key, attempt FROM "+db.Schema+".running WHERE node_id = $1", node)
+	require.NoError(t, err)
+	held, err := pgx.CollectRows(rows, pgx.RowToStructByPos[heldTask])
+	require.NoError(t, err)
+	return held
+}
+
+// checkRescued asserts that each task held by the dead victim completed:
+// on another node as a later attempt (rescued), or, for an outcome the
+// victim had sent just before it died, by the victim itself. It returns
+// how many were rescued.
+func checkRescued(t *testing.T, db *pgtest.DB, victim string, held []heldTask) (rescued int) {
+	t.Helper()
+	for _, h := range held {
+		var node string
+		var attempt int
+		require.NoError(t, db.Pool.QueryRow(context.Background(),
+			"SELECT node_id, attempt FROM "+db.Schema+".completions WHERE ordering_id = $1 AND uniqueness_key = $2",
+			h.OrderingID, h.UK).Scan(&node, &attempt), "%s/%s, held by %s, completed", h.OrderingID, h.UK, victim)
+		if node == victim {
+			require.Equal(t, h.Attempt, attempt, "%s/%s: completed by %s as the attempt it held", h.OrderingID, h.UK, victim)
+			continue
+		}
+		require.Greater(t, attempt, h.Attempt, "%s/%s: run again on %s as a later attempt", h.OrderingID, h.UK, node)
+		rescued++
+	}
+	t.Logf("%d of the %d tasks %s held when it died were rescued and ran elsewhere", rescued, len(held), victim)
+	return rescued
 }
 
 // TestSigkillBeforeCommit: a transactional handler wrote its row and the
