@@ -77,6 +77,9 @@ func childWorker() error {
 	if d, err := time.ParseDuration(env("CHILD_CLAIM_AHEAD")); err == nil {
 		cfg.ClaimAhead = d
 	}
+	if d, err := time.ParseDuration(env("CHILD_MAINTENANCE")); err == nil {
+		cfg.MaintenanceInterval = d
+	}
 	cfg.Concurrency = conc
 	cfg.DrainTimeout, _ = time.ParseDuration(env("CHILD_DRAIN"))
 	type execer interface {
