@@ -112,12 +112,19 @@ func childWorker() error {
 			}
 			// Then it waits on the network, as a webhook call does: a
 			// response that arrives while the process is frozen wakes it
-			// first when it thaws, before any timer.
+			// first when it thaws, before any timer. It waits db_sleep
+			// seconds, or with lock until the test lets go of that
+			// advisory lock.
 			var p struct {
 				DBSleep float64 `json:"db_sleep"`
+				Lock    int64   `json:"lock"`
 			}
 			_ = json.Unmarshal(job.Payload, &p)
-			_, err = db.Exec(ctx, "SELECT pg_sleep($1)", p.DBSleep)
+			if p.Lock != 0 {
+				_, err = db.Exec(ctx, "SELECT pg_advisory_xact_lock_shared($1)", p.Lock)
+			} else {
+				_, err = db.Exec(ctx, "SELECT pg_sleep($1)", p.DBSleep)
+			}
 			if errors.Is(context.Cause(ctx), pgsched.ErrTaskCancelled) {
 				fmt.Println("CANCELLED", job.OrderingID)
 			}
