@@ -499,12 +499,25 @@ func TestConsoleActionsInBrowser(t *testing.T) {
 	kinds, err := client.PausedKinds(ctx)
 	require.NoError(t, err)
 	require.Len(t, kinds, 1)
-	_, err = client.Schedule(ctx, pgsched.Task{OrderingID: "mail-2", ScheduledAt: time.Now(), Kind: "email"})
+	// A charge due just after the email runs: the node claimed past the
+	// email, which it would have started had its kind not been paused.
+	mailAt := time.Now()
+	_, err = client.Schedule(ctx, pgsched.Task{OrderingID: "mail-2", ScheduledAt: mailAt, Kind: "email"})
 	require.NoError(t, err)
+	_, err = client.Schedule(ctx, pgsched.Task{OrderingID: "order-2", ScheduledAt: mailAt.Add(time.Millisecond), Kind: "charge"})
+	require.NoError(t, err)
+	for deadline := time.Now().Add(pgtest.Patience(20 * time.Second)); ; time.Sleep(20 * time.Millisecond) {
+		var done int
+		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+db.Schema+".completions WHERE ordering_id = 'order-2'").Scan(&done))
+		if done == 1 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the charge due after the email did not complete")
+	}
 	select {
 	case id := <-emails:
 		t.Fatalf("%s started while email is paused", id)
-	case <-time.After(time.Second): // a claim interval and more: nothing may start
+	default:
 	}
 	follow(t, b, "#resume-email")
 	do(chromedp.WaitVisible("#pause-email"))
