@@ -65,6 +65,11 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"ListTasksFilters", listTasksFilters},
 		{"SchemaAndSettings", schemaAndSettings},
 		{"CompletionPartitions", completionPartitions},
+		// cluster.go
+		{"NodeTerms", nodeTerms},
+		{"LeaderAndPlan", leaderAndPlan},
+		{"StandIns", standIns},
+		{"Deplete", deplete},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
