@@ -70,6 +70,10 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"LeaderAndPlan", leaderAndPlan},
 		{"StandIns", standIns},
 		{"Deplete", deplete},
+		// operate.go
+		{"CancelRunning", cancelRunning},
+		{"DeadRetryAndDelete", deadRetryAndDelete},
+		{"Notifications", notifications},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
