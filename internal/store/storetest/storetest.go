@@ -74,6 +74,10 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"CancelRunning", cancelRunning},
 		{"DeadRetryAndDelete", deadRetryAndDelete},
 		{"Notifications", notifications},
+		// recurring.go
+		{"RecurringDefinitions", recurringDefinitions},
+		{"RecurringMaterialize", recurringMaterialize},
+		{"RecurringSetAside", recurringSetAside},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
