@@ -78,6 +78,9 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"RecurringDefinitions", recurringDefinitions},
 		{"RecurringMaterialize", recurringMaterialize},
 		{"RecurringSetAside", recurringSetAside},
+		// stats.go
+		{"CountsAndStats", countsAndStats},
+		{"ConsoleReads", consoleReads},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
