@@ -282,18 +282,14 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Logf("cluster: %s", screenshot(t, b, "cluster"))
 
 	// Tasks: search one ordering_id through the form.
+	// follow waits for the result page to have loaded: the location
+	// changes when its navigation commits, before its rows are all there.
 	do(chromedp.Navigate(srv.URL+"/ui/tasks"), chromedp.WaitVisible("#tasks"),
-		chromedp.SendKeys(`input[name="ordering_id"]`, "user-0"),
-		chromedp.Submit(`form.filter`))
-	for i := 0; ; i++ { // the submit's navigation
-		loc, err := chromedp.Run(b, chromedp.Location())
-		require.NoError(t, err)
-		if strings.Contains(loc, "ordering_id=user-0") {
-			break
-		}
-		require.Less(t, i, 200, "the search form did not navigate: %s", loc)
-		time.Sleep(20 * time.Millisecond)
-	}
+		chromedp.SendKeys(`input[name="ordering_id"]`, "user-0"))
+	follow(t, b, `form.filter button[type="submit"]`)
+	loc, err := chromedp.Run(b, chromedp.Location())
+	require.NoError(t, err)
+	require.Contains(t, loc, "ordering_id=user-0", "the search form navigated")
 	do(chromedp.WaitVisible("#tasks"))
 	require.Equal(t, 2, count(`document.querySelectorAll("#tasks tbody tr").length`), "user-0's running task and the one after it, in run order")
 	found := text("#tasks")
