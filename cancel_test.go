@@ -14,15 +14,16 @@ import (
 )
 
 // TestCancelRunningInAnotherProcess: a task runs on a worker process; an
-// operator cancels it from here. The handler's context is cancelled within
-// a second with ErrTaskCancelled as its cause, the task is recorded dead
-// with the reason, and it never runs again.
+// operator cancels it from here. The handler's context is cancelled at
+// once, on the request's NOTIFY (the node's maintenance round, which would
+// also find it, is ten minutes away), with ErrTaskCancelled as its cause,
+// the task is recorded dead with the reason, and it never runs again.
 func TestCancelRunningInAnotherProcess(t *testing.T) {
 	t.Parallel()
 	b := setupClient(t)
 	ctx := context.Background()
 	createExecLog(t, b.db)
-	c := startChild(t, b.db, "cx-1", 0, 4, 5*time.Second)
+	c := startChild(t, b.db, "cx-1", 0, 4, 5*time.Second, "CHILD_MAINTENANCE=10m")
 
 	at := time.Now()
 	key := pgsched.Key{OrderingID: "long", ScheduledAt: at}
@@ -41,9 +42,7 @@ func TestCancelRunningInAnotherProcess(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, fresh)
 	c.waitLine(t, "CANCELLED long", 10*time.Second)
-	took := time.Since(asked)
-	t.Logf("handler context cancelled %s after the request committed", took)
-	require.Less(t, took, time.Second, "cancelled within a second")
+	t.Logf("handler context cancelled %s after the request committed", time.Since(asked))
 
 	eventually(t, 10*time.Second, func() bool { return countRows(t, b, "dead_tasks") == 1 }, "recorded as dead")
 	msg, _ := lastDeadError(t, b, "long")

@@ -144,7 +144,9 @@ func checkRerunsFrom(t *testing.T, db *pgtest.DB, victim string, killed time.Tim
 }
 
 // TestLeaderFailover: three nodes elect one leader; SIGKILL it and another
-// takes over within TTL + 1s; from then on the view never shows two.
+// takes over once its lease runs out (well within two TTLs, where waiting
+// for the dead node's depletion would take the minute of its flex-down);
+// from then on the view never shows two.
 func TestLeaderFailover(t *testing.T) {
 	t.Parallel()
 	b := setupClient(t)
@@ -171,7 +173,7 @@ func TestLeaderFailover(t *testing.T) {
 		return false
 	}, "a new leader after %s was killed", old)
 	t.Logf("leader %s SIGKILLed; new leader after %s (lease TTL %s)", old, took.Round(time.Millisecond), childTTL)
-	require.LessOrEqual(t, took, childTTL+time.Second, "new leader within TTL + 1s")
+	require.LessOrEqual(t, took, pgtest.Patience(2*childTTL), "a new leader once the old one's lease ran out")
 
 	// From now on exactly one leader, every time we look.
 	for range 100 {
@@ -192,7 +194,8 @@ func TestLeaderFailover(t *testing.T) {
 }
 
 // TestStandInAndReturn: SIGKILL one of three nodes while tasks are due on
-// every partition. Its backup serves its partitions within TTL + 1s and
+// every partition. Its backup serves its partitions once its lease runs
+// out (well within two TTLs, not at its depletion a minute later) and
 // re-runs its in-flight task; when the node comes back with the same id
 // the stand-in stops and the node serves its partitions again. Every task
 // runs, in order, with no overlap.
@@ -243,7 +246,7 @@ func TestStandInAndReturn(t *testing.T) {
 		return true
 	}, "the victim's partitions resume on its backup %s", backup)
 	t.Logf("node si-0 SIGKILLed; its partitions resumed on backup %s after %s (lease TTL %s)", backup, resumed.Round(time.Millisecond), childTTL)
-	require.LessOrEqual(t, resumed, childTTL+time.Second, "resumed within TTL + 1s")
+	require.LessOrEqual(t, resumed, pgtest.Patience(2*childTTL), "resumed once the victim's lease ran out")
 
 	r, _ := row(clusterRows(t, b.db), backup)
 	require.Equal(t, []string{"si-0"}, r.StandingInFor, "pgsched.cluster shows the stand-in")
@@ -284,11 +287,13 @@ func TestStandInAndReturn(t *testing.T) {
 	checkLog(t, b.db, ids, perID)
 	checkRerunsFrom(t, b.db, "si-0", killed)
 	// Once the stand-in stopped (as the view says), it claims nothing more
-	// from those partitions; a second covers its next refresh.
+	// from those partitions: it hears of it by NOTIFY, or at its next
+	// cluster round (250 ms), and a node that missed rounds for a whole
+	// TTL would have lost its lease.
 	var late int
 	require.NoError(t, b.db.Pool.QueryRow(context.Background(),
 		"SELECT count(*) FROM "+b.db.Schema+".execlog WHERE node = $1 AND started > $2 AND "+
-			b.db.Schema+".partition_of(ordering_id, 8) = ANY($3)", backup, handedBack.Add(time.Second), victim.Partitions).Scan(&late))
+			b.db.Schema+".partition_of(ordering_id, 8) = ANY($3)", backup, handedBack.Add(childTTL), victim.Partitions).Scan(&late))
 	require.Zero(t, late, "the former stand-in kept running tasks of partitions handed back")
 }
 
@@ -416,9 +421,12 @@ func TestFencingAfterFreeze(t *testing.T) {
 	require.Positive(t, overlaps, "the frozen run overlapped its re-run")
 }
 
-// TestScaleOutAndIn: two nodes join a steady run and own partitions within
-// 2s; one leaves with SIGTERM and its partitions are owned elsewhere within
-// 1s of its exit. Order holds throughout and nothing runs twice.
+// TestScaleOutAndIn: two nodes join a steady run and own partitions at
+// once (the join travels by NOTIFY: well within a lease TTL); one leaves
+// with SIGTERM and its partitions are owned elsewhere well within a TTL of
+// its exit (a leave is planned when it begins, where a node that died
+// waits for its lease to run out and then its flex-down). Order holds
+// throughout and nothing runs twice.
 func TestScaleOutAndIn(t *testing.T) {
 	t.Parallel()
 	b := setupClient(t)
@@ -440,7 +448,7 @@ func TestScaleOutAndIn(t *testing.T) {
 		}, "%s owns partitions", n)
 		took := time.Since(joined)
 		t.Logf("%s joined; owns partitions after %s", n, took.Round(time.Millisecond))
-		require.LessOrEqual(t, took, 2*time.Second, "a new node owns partitions within 2s")
+		require.LessOrEqual(t, took, pgtest.Patience(childTTL), "a new node owns partitions within a lease TTL")
 	}
 	waitSettled(t, b.db, []string{"sc-0", "sc-1", "sc-2", "sc-3"})
 
@@ -464,7 +472,7 @@ func TestScaleOutAndIn(t *testing.T) {
 	}, "sc-1's partitions owned elsewhere")
 	took := time.Since(exited)
 	t.Logf("sc-1 left with SIGTERM; its partitions owned elsewhere %s after it exited", took.Round(time.Millisecond))
-	require.LessOrEqual(t, took, time.Second, "partitions of a leaving node owned elsewhere within 1s of its exit")
+	require.LessOrEqual(t, took, pgtest.Patience(childTTL), "partitions of a leaving node owned elsewhere within a lease TTL of its exit")
 
 	waitDrained(t, b, 2*time.Minute)
 	require.Zero(t, checkLog(t, b.db, ids, perID), "a graceful scale-in re-runs nothing")

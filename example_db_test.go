@@ -2,7 +2,7 @@ package pgsched_test
 
 import (
 	"context"
-	"log"
+	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -10,31 +10,36 @@ import (
 	"github.com/pgsched/pgsched/pgschedmigrate"
 )
 
-// connect stands in, in the examples, for the pool a program already has:
-// it connects to the test server and clears the example's schema left by
-// an earlier run.
-func connect(schema string) *pgxpool.Pool {
-	ctx := context.Background()
+// connect stands in, in the examples, for the pool a program already has
+// and the schema it gives pgsched ("pgsched" by default): it connects to
+// the test server and names a schema of the example's own for this run
+// (name and random digits), so examples run at once against one database,
+// by two test binaries or two people, never touch each other's tasks.
+// The example drops it with dropSchema.
+func connect(name string) (*pgxpool.Pool, string) {
 	url, err := pgtest.URL()
 	if err != nil {
-		log.Fatal(err)
+		panic(err) // no server: every test of the binary fails the same way
 	}
-	pool, err := pgxpool.New(ctx, url)
+	pool, err := pgxpool.New(context.Background(), url)
 	if err != nil {
-		log.Fatal(err)
+		panic(err) // a URL that does not parse
 	}
-	dropSchema(pool, schema)
-	return pool
+	return pool, pgtest.FreshName(name)
 }
 
+// dropSchema drops an example's schema with everything in it, as a test
+// cleans up after itself (a program keeps its schema). A failure is
+// printed, so the example's output shows it.
 func dropSchema(pool *pgxpool.Pool, schema string) {
 	ctx := context.Background()
 	m, err := pgschedmigrate.New(ctx, pool, pgschedmigrate.Config{Schema: schema})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println("dropping the example's schema:", err)
+		return
 	}
 	defer m.Close()
 	if err := m.Drop(ctx); err != nil {
-		log.Fatal(err)
+		fmt.Println("dropping the example's schema:", err)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,16 +17,18 @@ import (
 // pending.
 func Example_schedule() {
 	ctx := context.Background()
-	pool := connect("example_schedule") // your *pgxpool.Pool
+	pool, schema := connect("example_schedule") // your *pgxpool.Pool, and a schema name for pgsched
 	defer pool.Close()
-	defer dropSchema(pool, "example_schedule")
-	if err := pgschedmigrate.Up(ctx, pool, pgschedmigrate.Config{Schema: "example_schedule"}); err != nil {
-		log.Fatal(err)
+	defer dropSchema(pool, schema)
+	if err := pgschedmigrate.Up(ctx, pool, pgschedmigrate.Config{Schema: schema}); err != nil {
+		fmt.Println(err)
+		return
 	}
 
-	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: "example_schedule"})
+	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: schema})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	at := time.Now().Add(time.Hour).Truncate(time.Second)
 	for _, t := range []pgsched.Task{
@@ -37,13 +38,15 @@ func Example_schedule() {
 	} {
 		res, err := client.Schedule(ctx, t)
 		if err != nil {
-			log.Fatal(err)
+			fmt.Println(err)
+			return
 		}
 		fmt.Println(t.Kind, res)
 	}
 	tasks, err := client.ListTasks(ctx, pgsched.TaskFilter{OrderingID: "invoice-7"})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	for _, t := range tasks {
 		fmt.Println(t.Kind, string(t.Payload), t.State)
@@ -60,16 +63,17 @@ func Example_schedule() {
 // partitions and runs each at its time.
 func Example_worker() {
 	ctx := context.Background()
-	pool := connect("example_worker") // your *pgxpool.Pool
+	pool, schema := connect("example_worker") // your *pgxpool.Pool, and a schema name for pgsched
 	defer pool.Close()
-	defer dropSchema(pool, "example_worker")
-	if err := pgschedmigrate.Up(ctx, pool, pgschedmigrate.Config{Schema: "example_worker"}); err != nil {
-		log.Fatal(err)
+	defer dropSchema(pool, schema)
+	if err := pgschedmigrate.Up(ctx, pool, pgschedmigrate.Config{Schema: schema}); err != nil {
+		fmt.Println(err)
+		return
 	}
 
 	done := make(chan struct{})
 	worker, err := pgsched.NewWorker(pool, pgsched.WorkerConfig{
-		Schema: "example_worker",
+		Schema: schema,
 		Handlers: map[string]pgsched.Handler{
 			"greet": pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
 				fmt.Printf("hello %s (attempt %d)\n", job.OrderingID, job.Attempt)
@@ -79,19 +83,23 @@ func Example_worker() {
 		},
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	if err := worker.Start(ctx); err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	defer func() { _ = worker.Stop(ctx) }()
 
-	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: "example_worker"})
+	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: schema})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	if _, err := client.Schedule(ctx, pgsched.Task{OrderingID: "world", ScheduledAt: time.Now(), Kind: "greet"}); err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	<-done
 	// Output: hello world (attempt 1)
@@ -109,16 +117,17 @@ func (SendEmail) Kind() string { return "send_email" }
 // from the same type.
 func Example_typedHandler() {
 	ctx := context.Background()
-	pool := connect("example_typed") // your *pgxpool.Pool
+	pool, schema := connect("example_typed") // your *pgxpool.Pool, and a schema name for pgsched
 	defer pool.Close()
-	defer dropSchema(pool, "example_typed")
-	if err := pgschedmigrate.Up(ctx, pool, pgschedmigrate.Config{Schema: "example_typed"}); err != nil {
-		log.Fatal(err)
+	defer dropSchema(pool, schema)
+	if err := pgschedmigrate.Up(ctx, pool, pgschedmigrate.Config{Schema: schema}); err != nil {
+		fmt.Println(err)
+		return
 	}
 
 	done := make(chan struct{})
 	worker, err := pgsched.NewWorker(pool, pgsched.WorkerConfig{
-		Schema: "example_typed",
+		Schema: schema,
 		Handlers: map[string]pgsched.Handler{
 			pgsched.KindOf[SendEmail](): pgsched.WorkArgs(func(ctx context.Context, job *pgsched.Job, email SendEmail) error {
 				fmt.Printf("to %s: %s\n", email.To, email.Subject)
@@ -128,23 +137,28 @@ func Example_typedHandler() {
 		},
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	if err := worker.Start(ctx); err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	defer func() { _ = worker.Stop(ctx) }()
 
-	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: "example_typed"})
+	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: schema})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	task, err := pgsched.NewTask("user-42", time.Now(), SendEmail{To: "ada@example.com", Subject: "Welcome"})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	if _, err := client.Schedule(ctx, task); err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	<-done
 	// Output: to ada@example.com: Welcome
@@ -155,19 +169,22 @@ func Example_typedHandler() {
 // if that transaction commits.
 func Example_txHandler() {
 	ctx := context.Background()
-	pool := connect("example_tx") // your *pgxpool.Pool
+	pool, schema := connect("example_tx") // your *pgxpool.Pool, and a schema name for pgsched
 	defer pool.Close()
-	defer dropSchema(pool, "example_tx")
-	if err := pgschedmigrate.Up(ctx, pool, pgschedmigrate.Config{Schema: "example_tx"}); err != nil {
-		log.Fatal(err)
+	defer dropSchema(pool, schema)
+	if err := pgschedmigrate.Up(ctx, pool, pgschedmigrate.Config{Schema: schema}); err != nil {
+		fmt.Println(err)
+		return
 	}
-	if _, err := pool.Exec(ctx, "CREATE TABLE example_tx.ledger (account text, cents bigint)"); err != nil {
-		log.Fatal(err)
+	if _, err := pool.Exec(ctx, "CREATE TABLE "+schema+".ledger (account text, cents bigint)"); err != nil {
+		fmt.Println(err)
+		return
 	}
 
-	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: "example_tx"})
+	client, err := pgsched.NewClient(pool, pgsched.ClientConfig{Schema: schema})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	// The order and its follow-up task commit together.
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -177,38 +194,43 @@ func Example_txHandler() {
 		return err
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 
 	done := make(chan struct{})
 	worker, err := pgsched.NewWorker(pool, pgsched.WorkerConfig{
-		Schema: "example_tx",
+		Schema: schema,
 		TxHandlers: map[string]pgsched.TxHandler{
 			"charge": pgsched.TxHandlerFunc(func(ctx context.Context, tx pgx.Tx, job *pgsched.Job) error {
 				var p struct{ Cents int64 }
 				if err := json.Unmarshal(job.Payload, &p); err != nil {
 					return pgsched.Permanent(err)
 				}
-				_, err := tx.Exec(ctx, "INSERT INTO example_tx.ledger VALUES ($1, $2)", job.OrderingID, p.Cents)
+				_, err := tx.Exec(ctx, "INSERT INTO "+schema+".ledger VALUES ($1, $2)", job.OrderingID, p.Cents)
 				close(done)
 				return err
 			}),
 		},
 	})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	if err := worker.Start(ctx); err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	<-done
 	// Stop waits for the running handler, so its transaction has committed.
 	if err := worker.Stop(ctx); err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	var cents int64
-	if err := pool.QueryRow(ctx, "SELECT sum(cents) FROM example_tx.ledger").Scan(&cents); err != nil {
-		log.Fatal(err)
+	if err := pool.QueryRow(ctx, "SELECT sum(cents) FROM "+schema+".ledger").Scan(&cents); err != nil {
+		fmt.Println(err)
+		return
 	}
 	fmt.Println("ledger:", cents)
 	// Output: ledger: 1250

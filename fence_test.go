@@ -1,9 +1,13 @@
 package pgsched_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,10 +25,12 @@ import (
 // handler pool would go straight on to the tasks claimed ahead. None of
 // them starts on the thawed node: its backup runs every task, and the
 // thawed node's only runs on record are the four that started before the
-// freeze.
+// freeze. The handlers wait on an advisory lock the test holds until the
+// node is frozen, so the order of events does not depend on timing.
 func TestFrozenNodeStartsNothingStale(t *testing.T) {
 	t.Parallel()
 	b := setupClient(t)
+	ctx := context.Background()
 	createExecLog(t, b.db)
 	nodes := []string{"st-a", "st-b"}
 	kids := map[string]*child{}
@@ -40,22 +46,41 @@ func TestFrozenNodeStartsNothingStale(t *testing.T) {
 			ids = append(ids, id)
 		}
 	}
+	gate, err := b.db.Pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer gate.Release()
+	lock := rand.Int64N(1<<62) + 1
+	_, err = gate.Exec(ctx, "SELECT pg_advisory_lock($1)", lock)
+	require.NoError(t, err)
+	locked := true
+	unlock := func() {
+		_, err := gate.Exec(ctx, "SELECT pg_advisory_unlock($1)", lock)
+		require.NoError(t, err)
+		locked = false
+	}
+	defer func() {
+		if locked {
+			_, _ = gate.Exec(ctx, "SELECT pg_advisory_unlock($1)", lock)
+		}
+	}()
 	var busy, ahead []pgsched.Task
 	for _, id := range ids[:4] {
-		busy = append(busy, pgsched.Task{OrderingID: id, ScheduledAt: time.Now(), Kind: "probe", Payload: []byte(`{"db_sleep": 2}`)})
+		busy = append(busy, pgsched.Task{OrderingID: id, ScheduledAt: time.Now(), Kind: "probe", Payload: fmt.Appendf(nil, `{"lock": %d}`, lock)})
 	}
-	_, err := b.client.ScheduleMany(context.Background(), busy)
+	_, err = b.client.ScheduleMany(ctx, busy)
 	require.NoError(t, err)
 	eventually(t, 5*time.Second, func() bool { return countRows(t, b, "execlog") == len(busy) }, "st-a runs the first four")
 	at := time.Now().Add(1500 * time.Millisecond)
 	for _, id := range ids[4:] {
 		ahead = append(ahead, pgsched.Task{OrderingID: id, ScheduledAt: at, Kind: "probe"})
 	}
-	_, err = b.client.ScheduleMany(context.Background(), ahead)
+	_, err = b.client.ScheduleMany(ctx, ahead)
 	require.NoError(t, err)
-	eventually(t, 1200*time.Millisecond, func() bool {
+	// Claimed a second ahead of their time; with every handler waiting on
+	// the lock, none of them can start whenever they fall due.
+	eventually(t, 10*time.Second, func() bool {
 		var n int
-		require.NoError(t, b.db.Pool.QueryRow(context.Background(),
+		require.NoError(t, b.db.Pool.QueryRow(ctx,
 			"SELECT count(*) FROM "+b.db.Schema+".tasks WHERE node_id = 'st-a' AND claimed_at < run_at").Scan(&n))
 		return n == len(ahead)
 	}, "st-a claims the other four ahead of their time")
@@ -67,9 +92,12 @@ func TestFrozenNodeStartsNothingStale(t *testing.T) {
 			_ = kids["st-a"].cmd.Process.Signal(syscall.SIGCONT)
 		}
 	}()
+	waitStopped(t, kids["st-a"])
+	unlock() // the database answers the four handlers while st-a is frozen
 
-	eventually(t, 4*childTTL+4*time.Second, func() bool { return countRows(t, b, "completions") == len(ids) }, "st-b stands in and runs all four")
-	require.GreaterOrEqual(t, time.Since(frozen), childTTL, "frozen past the TTL")
+	eventually(t, 4*childTTL+4*time.Second, func() bool { return countRows(t, b, "completions") == len(ids) }, "st-b stands in and runs all eight")
+	r, _ := row(clusterRows(t, b.db), "st-a")
+	require.False(t, r.Live && r.Epoch == a.Epoch, "frozen past its lease: the term it froze in is over")
 	require.NoError(t, kids["st-a"].cmd.Process.Signal(syscall.SIGCONT))
 	thawed = true
 
@@ -85,7 +113,7 @@ func TestFrozenNodeStartsNothingStale(t *testing.T) {
 		OrderingID, Node string
 		Started          time.Time
 	}
-	logRows, err := b.db.Pool.Query(context.Background(), "SELECT ordering_id, node, started FROM "+b.db.Schema+".execlog ORDER BY started")
+	logRows, err := b.db.Pool.Query(ctx, "SELECT ordering_id, node, started FROM "+b.db.Schema+".execlog ORDER BY started")
 	require.NoError(t, err)
 	runs, err := pgx.CollectRows(logRows, pgx.RowToStructByPos[run])
 	require.NoError(t, err)
@@ -104,4 +132,18 @@ func TestFrozenNodeStartsNothingStale(t *testing.T) {
 	for id, n := range byB {
 		require.Equal(t, 1, n, "the backup ran %s once", id)
 	}
+}
+
+// waitStopped waits until c's process is stopped (SIGSTOP delivered), as
+// /proc says.
+func waitStopped(t *testing.T, c *child) {
+	t.Helper()
+	stat := fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid)
+	eventually(t, 5*time.Second, func() bool {
+		b, err := os.ReadFile(stat)
+		require.NoError(t, err)
+		// pid (comm) state ...: comm may hold spaces, so read after the last ')'.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		return len(f) > 0 && f[0] == "T"
+	}, "%s stopped", c.node)
 }

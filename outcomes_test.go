@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsched/pgsched"
@@ -96,7 +101,10 @@ func TestUnstorableErrorTextIsCleaned(t *testing.T) {
 // written without it, and one refused whatever it holds is set aside and
 // tried again later, holding up nothing. While it stays refused for
 // longer than the lease TTL the node reports not ready; once the database
-// takes it, the node is ready again.
+// takes it, the node is ready again. Every handler returns at once, when
+// all have started, so the outcomes come together, and the worker's
+// finish statements are traced: the refused outcomes were first sent in a
+// statement with good ones, which the database refused.
 func TestRefusedOutcomeIsSetAside(t *testing.T) {
 	t.Parallel()
 	b := setupClient(t)
@@ -108,28 +116,53 @@ func TestRefusedOutcomeIsSetAside(t *testing.T) {
 	_, err = b.db.Pool.Exec(ctx, "ALTER TABLE "+b.db.Schema+".dead_tasks ADD CONSTRAINT not_stuck CHECK (ordering_id <> 'stuck-1')")
 	require.NoError(t, err)
 
-	cfg := fastConfig(b.db.Schema)
-	cfg.FinishDelay = 20 * time.Millisecond
-	cfg.Handlers = map[string]pgsched.Handler{
-		"ok":     pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return nil }),
-		"poison": pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return errors.New("poison") }),
-		"stuck":  pgsched.HandlerFunc(func(context.Context, *pgsched.Job) error { return pgsched.Permanent(errors.New("give up")) }),
-	}
-	cfg.KindRetry = map[string]pgsched.RetryPolicy{"poison": {MinBackoff: time.Hour}}
 	var ids []string
 	for i := range 40 {
 		ids = append(ids, fmt.Sprintf("ok-%02d", i))
 	}
 	ids = append(ids, "poison-1", "stuck-1")
+	var started atomic.Int32
+	all := make(chan struct{})
+	together := func(ctx context.Context) error {
+		if started.Add(1) == int32(len(ids)) {
+			close(all)
+		}
+		select {
+		case <-all:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	cfg := fastConfig(b.db.Schema)
+	cfg.Concurrency = len(ids)
+	cfg.FinishDelay = 20 * time.Millisecond
+	cfg.Handlers = map[string]pgsched.Handler{
+		"ok": pgsched.HandlerFunc(func(ctx context.Context, _ *pgsched.Job) error { return together(ctx) }),
+		"poison": pgsched.HandlerFunc(func(ctx context.Context, _ *pgsched.Job) error {
+			return errors.Join(together(ctx), errors.New("poison"))
+		}),
+		"stuck": pgsched.HandlerFunc(func(ctx context.Context, _ *pgsched.Job) error {
+			return pgsched.Permanent(errors.Join(together(ctx), errors.New("give up")))
+		}),
+	}
+	cfg.KindRetry = map[string]pgsched.RetryPolicy{"poison": {MinBackoff: time.Hour}}
 	scheduleNow(t, b, ids, func(id string) string { return strings.SplitN(id, "-", 2)[0] })
 	outcomes := watchOutcomes(&cfg)
-	w := startWorker(t, b.db, cfg)
+	finishes := &finishTrace{}
+	w := startWorkerOn(t, tracedPool(t, b.db.URL, finishes), cfg)
 
 	outcomes.waitFor(t, 20*time.Second, func(l *outcomeLog) bool {
 		return l.count("completed") == 40 && l.has("poison-1", "retry")
 	}, "the others are written while one outcome is refused")
 	msg, _ := lastError(t, b, "poison-1")
 	require.Equal(t, "pgsched: this outcome's error text could not be stored (SQLSTATE 23514)", msg)
+	for _, id := range []string{"poison-1", "stuck-1"} {
+		first, ok := finishes.first(id)
+		require.True(t, ok, "a finish statement carried %s", id)
+		require.Greater(t, len(first.ids), 1, "%s's outcome first went in a batch with others: %v", id, first.ids)
+		require.ErrorContains(t, first.err, "violates check constraint", "and the database refused that statement")
+	}
 
 	eventually(t, 10*time.Second, func() bool { return w.Readiness() != nil }, "not ready once the refusal outlasts the TTL")
 	require.ErrorContains(t, w.Readiness(), "outcomes of 1 tasks unrecorded")
@@ -141,4 +174,65 @@ func TestRefusedOutcomeIsSetAside(t *testing.T) {
 	outcomes.waitFor(t, 15*time.Second, func(l *outcomeLog) bool { return l.has("stuck-1", "dead") }, "the set-aside outcome is written once the database takes it")
 	require.Equal(t, 1, countRows(t, b, "dead_tasks"))
 	eventually(t, 5*time.Second, func() bool { return w.Readiness() == nil }, "ready again")
+}
+
+// finishTrace records the finish statements (pgsched.finish_tasks) run on
+// a pool it traces: the ordering_ids of the outcomes each carried, and its
+// error.
+type finishTrace struct {
+	mu    sync.Mutex
+	calls []finishCall
+}
+
+type finishCall struct {
+	ids []string
+	err error
+}
+
+type finishKey struct{}
+
+func (f *finishTrace) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if !strings.Contains(d.SQL, "-- name: TaskFinish") {
+		return ctx
+	}
+	for _, a := range d.Args {
+		if ids, ok := a.([]string); ok { // the first text array: the outcomes' ordering_ids
+			return context.WithValue(ctx, finishKey{}, ids)
+		}
+	}
+	return ctx
+}
+
+func (f *finishTrace) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryEndData) {
+	if ids, ok := ctx.Value(finishKey{}).([]string); ok {
+		f.mu.Lock()
+		f.calls = append(f.calls, finishCall{ids: ids, err: d.Err})
+		f.mu.Unlock()
+	}
+}
+
+// first returns the first finish statement that carried an outcome of id.
+func (f *finishTrace) first(id string) (finishCall, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, c := range f.calls {
+		if slices.Contains(c.ids, id) {
+			return c, true
+		}
+	}
+	return finishCall{}, false
+}
+
+// tracedPool opens a pool on url whose statements tracer sees, closed when
+// the test ends (after the worker on it stops).
+func tracedPool(t *testing.T, url string, tracer pgx.QueryTracer) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	require.NoError(t, err)
+	cfg.MaxConns = 10
+	cfg.ConnConfig.Tracer = tracer
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
 }

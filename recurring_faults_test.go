@@ -16,11 +16,12 @@ import (
 )
 
 // TestRecurringExactlyOnceAcrossProcesses: 20 schedules tick every second
-// for 30 s on three worker processes; one worker is SIGKILLed, and later
-// the leader. Ticks run in a transactional handler that logs each run in
-// the transaction recording its completion, so the log is what committed.
+// on three worker processes; one worker is SIGKILLed, and later the
+// leader. Ticks run in a transactional handler that logs each run in the
+// transaction recording its completion, so the log is what committed.
 // Every tick from each schedule's first to its last ran exactly once, in
-// order, and ticks of one schedule never overlapped.
+// order, and ticks of one schedule never overlapped; each schedule's ticks
+// go on past both kills, to ticks only the new leader can have made.
 func TestRecurringExactlyOnceAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	b := setupClient(t)
@@ -44,13 +45,15 @@ func TestRecurringExactlyOnceAcrossProcesses(t *testing.T) {
 		}
 		return id
 	}
-	at := func(d time.Duration) {
-		wait := time.NewTimer(time.Until(began.Add(d))) // the schedule runs by the clock
-		<-wait.C
+	// ranPast reports whether every schedule has run a tick after at.
+	ranPast := func(at time.Time) bool {
+		var n int
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(DISTINCT ordering_id) FROM "+b.db.Schema+".execlog WHERE uk > $1",
+			"tick "+at.UTC().Format(time.RFC3339)).Scan(&n))
+		return n == schedules
 	}
 
-	at(8 * time.Second)
-	eventually(t, 10*time.Second, func() bool { return leader() != "" }, "a leader")
+	eventually(t, 30*time.Second, func() bool { return ranPast(began) && leader() != "" }, "every schedule ticks, under a leader")
 	lead := leader()
 	for id, c := range children {
 		if id != lead {
@@ -60,14 +63,21 @@ func TestRecurringExactlyOnceAcrossProcesses(t *testing.T) {
 			break
 		}
 	}
-	at(16 * time.Second)
+	// Ticks go on past the dead worker's lease.
+	past := time.Now().Add(childTTL)
+	eventually(t, 30*time.Second, func() bool { return ranPast(past) }, "ticks after the worker's death")
 	lead = leader()
 	require.Contains(t, children, lead, "the leader is a live child")
 	require.NoError(t, children[lead].cmd.Process.Kill())
+	leaderKilled := time.Now()
 	t.Logf("SIGKILLed the leader %s at %s", lead, time.Since(began).Round(time.Millisecond))
 	delete(children, lead)
+	// The dead leader made ticks up to two lease TTLs ahead of its last
+	// round: ticks past that (and a second for rounding) are the new
+	// leader's.
+	newLeaders := leaderKilled.Add(2*childTTL + time.Second)
+	eventually(t, 30*time.Second, func() bool { return ranPast(newLeaders) }, "ticks the new leader made")
 
-	at(30 * time.Second)
 	for i := range schedules {
 		_, err := b.client.PauseRecurring(ctx, fmt.Sprintf("s%02d", i))
 		require.NoError(t, err)
@@ -104,7 +114,7 @@ func TestRecurringExactlyOnceAcrossProcesses(t *testing.T) {
 			}
 			prev = tick
 		}
-		require.GreaterOrEqual(t, len(runs), 25, "%s ran most of the 30 s", name)
+		require.True(t, prev.After(newLeaders), "%s: its last tick %s is one the new leader made", name, prev)
 		total += len(runs)
 	}
 	var completions int

@@ -196,6 +196,19 @@ func TestRecurringPauseResumeUpdateDelete(t *testing.T) {
 	recurringWorker(t, b, "rp-1", l, logs)
 	_, err := b.db.Pool.Exec(ctx, "SELECT "+s+`.recurring_upsert('beat', '@every 1s', 'k', '{"v": 1}')`)
 	require.NoError(t, err)
+	// A schedule left alone: its ticks running shows ticks were made and
+	// run while beat's were not.
+	_, err = b.db.Pool.Exec(ctx, "SELECT "+s+".recurring_upsert('control', '@every 1s')")
+	require.NoError(t, err)
+	ticksAfter := func(name string, at time.Time) int {
+		n := 0
+		for _, r := range l.of(name) {
+			if r.tick.After(at) {
+				n++
+			}
+		}
+		return n
+	}
 	eventually(t, 10*time.Second, func() bool { return len(l.of("beat")) >= 2 }, "ticking")
 
 	var changed bool
@@ -211,13 +224,10 @@ func TestRecurringPauseResumeUpdateDelete(t *testing.T) {
 	list, err := b.client.ListRecurring(ctx)
 	require.NoError(t, err)
 	require.True(t, list[0].Paused)
-	// Three ticks' time with the schedule paused: none of them runs.
-	before := len(l.of("beat"))
-	marker := time.NewTimer(3 * time.Second) // the ticks must fall due; nothing else to wait for
-	<-marker.C
-	for _, r := range l.of("beat")[before:] {
-		require.False(t, r.tick.After(paused), "tick %s ran though paused at %s", r.tick, paused)
-	}
+	// Three ticks of the control schedule with beat paused: none of
+	// beat's runs.
+	eventually(t, 10*time.Second, func() bool { return ticksAfter("control", paused) >= 3 }, "three ticks' time")
+	require.Zero(t, ticksAfter("beat", paused), "ticks ran though paused at %s", paused)
 
 	require.NotEmpty(t, logs.lines(`msg="recurring schedule paused" node_id=rp-1 schedule=beat`))
 	resumed, err := b.client.ResumeRecurring(ctx, "beat")
@@ -257,14 +267,12 @@ func TestRecurringPauseResumeUpdateDelete(t *testing.T) {
 	gone := time.Now()
 	_, err = b.client.PauseRecurring(ctx, "beat")
 	require.ErrorIs(t, err, pgsched.ErrNotFound)
-	marker = time.NewTimer(2500 * time.Millisecond) // a tick's time and more; nothing else to wait for
-	<-marker.C
-	for _, r := range l.of("beat") {
-		require.False(t, r.tick.After(gone), "tick %s ran after the delete", r.tick)
-	}
+	eventually(t, 10*time.Second, func() bool { return ticksAfter("control", gone) >= 2 }, "two ticks' time")
+	require.Zero(t, ticksAfter("beat", gone), "ticks ran after the delete at %s", gone)
 	list, err = b.client.ListRecurring(ctx)
 	require.NoError(t, err)
-	require.Empty(t, list)
+	require.Len(t, list, 1)
+	require.Equal(t, "control", list[0].Name, "beat is gone")
 }
 
 // TestRecurringTicksAreMarked: ticks are the tasks recurring_materialize

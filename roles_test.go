@@ -139,7 +139,8 @@ func requireNoExecute(t *testing.T, conn *pgxpool.Conn, role, schema, name, call
 }
 
 // TestRolesEnqueueAndRead: <schema>_enqueue schedules, reschedules and
-// cancels, and every read or write of every table, every view and every
+// cancels, upserts, pauses, resumes and deletes recurring schedules, and
+// every read or write of every table, every view and every
 // other function is refused; <schema>_read reads every view and nothing
 // else (on Citus, the tables under the views too; see grant_roles);
 // <schema>_worker only reads partition_anchor.
@@ -160,6 +161,30 @@ func TestRolesEnqueueAndRead(t *testing.T) {
 		require.NoError(t, err)
 		_, err = conn.Exec(ctx, "SELECT "+schema+".cancel('b', $1)", at)
 		require.NoError(t, err)
+		// The recurring schedule functions it may call, each to its effect.
+		for _, c := range []struct{ call, want string }{
+			{"recurring_upsert('nightly', '0 3 * * *', 'report', '{\"v\": 1}')", "inserted"},
+			{"recurring_upsert('nightly', '0 4 * * *', 'report', '{\"v\": 2}')", "updated"},
+			{"recurring_pause('nightly')", "true"},
+			{"recurring_resume('nightly')", "true"},
+			{"recurring_upsert('gone', '@every 1h')", "inserted"},
+			{"recurring_pause('gone')", "true"},
+			{"recurring_delete('gone')", "true"},
+		} {
+			var got string
+			require.NoError(t, conn.QueryRow(ctx, "SELECT "+schema+"."+c.call+"::text").Scan(&got), c.call)
+			require.Equal(t, c.want, got, c.call)
+		}
+		// And not the ones a worker or an operator calls, with arguments
+		// that would work for them.
+		for _, call := range []string{
+			"recurring_materialize('nightly', NULL, now() + interval '2 days', ARRAY[now() + interval '1 day'])",
+			"cancel_running('a', now())",
+			"pause_kind('report')",
+		} {
+			_, err := conn.Exec(ctx, "SELECT "+schema+"."+call)
+			requireDenied(t, err, call)
+		}
 		for name, col := range tables {
 			q := schema + "." + name
 			for _, stmt := range []string{
@@ -237,6 +262,13 @@ func TestRolesEnqueueAndRead(t *testing.T) {
 	tasks, err := client.ListTasks(ctx, pgsched.TaskFilter{})
 	require.NoError(t, err)
 	require.Len(t, tasks, 2)
+	recurring, err := client.ListRecurring(ctx)
+	require.NoError(t, err)
+	require.Len(t, recurring, 1, "the deleted schedule is gone")
+	require.Equal(t, "nightly", recurring[0].Name)
+	require.Equal(t, "0 4 * * *", recurring[0].Spec, "the update took")
+	require.JSONEq(t, `{"v": 2}`, string(recurring[0].Payload))
+	require.False(t, recurring[0].Paused, "paused, then resumed")
 }
 
 // TestRolesWorkerProcesses: two worker processes working as <schema>_worker

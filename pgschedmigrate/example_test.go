@@ -3,7 +3,6 @@ package pgschedmigrate_test
 import (
 	"context"
 	"fmt"
-	"log"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -17,28 +16,39 @@ func Example() {
 	ctx := context.Background()
 	url, err := pgtest.URL() // your database's URL
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	defer pool.Close()
 
-	m, err := pgschedmigrate.New(ctx, pool, pgschedmigrate.Config{Schema: "example_jobs"})
+	// Your schema's name ("pgsched" by default); the example's own for
+	// this run, so runs sharing a database do not collide.
+	schema := pgtest.FreshName("example_jobs")
+	m, err := pgschedmigrate.New(ctx, pool, pgschedmigrate.Config{Schema: schema})
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	defer m.Close()
-	if err := m.Drop(ctx); err != nil { // a clean start for the example only
-		log.Fatal(err)
-	}
+	defer func() {
+		// The example cleans up after itself; a program keeps its schema.
+		if err := m.Drop(ctx); err != nil {
+			fmt.Println(err)
+		}
+	}()
 	if err := m.Up(ctx); err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	status, err := m.Status(ctx)
 	if err != nil {
-		log.Fatal(err)
+		fmt.Println(err)
+		return
 	}
 	applied := 0
 	for _, s := range status {
@@ -47,8 +57,5 @@ func Example() {
 		}
 	}
 	fmt.Println("all applied:", applied == len(status))
-	if err := m.Drop(ctx); err != nil {
-		log.Fatal(err)
-	}
 	// Output: all applied: true
 }

@@ -338,6 +338,15 @@ func startLocal() (*server, error) {
 // does not start with a digit.
 func UniqueName(tb testing.TB, prefix string) string {
 	tb.Helper()
+	return uniqueName(prefix, tb.Name())
+}
+
+// FreshName is UniqueName for code that has no testing.TB, such as Example
+// functions: prefix and 8 random hex digits, so runs sharing a server do
+// not collide.
+func FreshName(prefix string) string { return uniqueName(prefix, "") }
+
+func uniqueName(prefix, test string) string {
 	p := sanitizeIdent(prefix)
 	if p == "" {
 		p = "t"
@@ -345,7 +354,7 @@ func UniqueName(tb testing.TB, prefix string) string {
 	if p[0] >= '0' && p[0] <= '9' {
 		p = "t_" + p
 	}
-	testName := sanitizeIdent(tb.Name())
+	testName := sanitizeIdent(test)
 
 	const suffixLen = 1 + 8 // "_" + 8 hex digits
 	budget := maxIdentLen - suffixLen

@@ -116,6 +116,17 @@ func TestUniqueName(t *testing.T) {
 	})
 }
 
+func TestFreshName(t *testing.T) {
+	a, b := FreshName("example_jobs"), FreshName("example_jobs")
+	checkIdent(t, a)
+	if a == b {
+		t.Errorf("FreshName returned %q twice", a)
+	}
+	if !regexp.MustCompile(`^example_jobs_[0-9a-f]{8}$`).MatchString(a) {
+		t.Errorf("FreshName(%q) = %q, want the prefix and 8 hex digits", "example_jobs", a)
+	}
+}
+
 // TestUniqueNameIsUsableSQL creates and drops schemas named by UniqueName
 // through AdminPool, proving the names need no quoting.
 func TestUniqueNameIsUsableSQL(t *testing.T) {

@@ -29,6 +29,6 @@ func TestConformance(t *testing.T) {
 		}
 		s, err := st.Settings(context.Background(), db.Pool)
 		require.NoError(t, err)
-		return storetest.Fixture{Store: st, Pool: db.Pool, Partitions: s.PartitionCount}
+		return storetest.Fixture{Store: st, Pool: db.Pool, Partitions: s.PartitionCount, DB: db}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsched/pgsched/internal/partition"
+	"github.com/pgsched/pgsched/internal/pgtest"
 	"github.com/pgsched/pgsched/internal/store"
 	"github.com/pgsched/pgsched/pgschedtype"
 )
@@ -29,6 +31,9 @@ type Fixture struct {
 	Pool  *pgxpool.Pool
 	// Partitions is the schema's partition count.
 	Partitions int
+	// DB is the schema, for writing rows in any state straight into its
+	// tables (pgtest.DB.InsertTask) and reading them back.
+	DB *pgtest.DB
 }
 
 // Run runs the suite; open gives each test a fresh fixture.
@@ -48,6 +53,34 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"ManyPartitions", manyPartitions},
 		{"NextDueMostOverdueFirst", nextDueMostOverdueFirst},
 		{"HeldByAndRescue", heldByAndRescue},
+		// tasks.go
+		{"ClaimInPartitionOrder", claimInPartitionOrder},
+		{"ClaimNeedsUnexpiredLease", claimNeedsUnexpiredLease},
+		{"ClaimSkipsPausedKinds", claimSkipsPausedKinds},
+		{"FinishWritesEachOutcome", finishWritesEachOutcome},
+		{"FinishAfterRescueIsFenced", finishAfterRescueIsFenced},
+		{"RescueOrphaned", rescueOrphaned},
+		{"CancelPending", cancelPending},
+		{"Reschedule", reschedule},
+		{"ListTasksFilters", listTasksFilters},
+		{"SchemaAndSettings", schemaAndSettings},
+		{"CompletionPartitions", completionPartitions},
+		// cluster.go
+		{"NodeTerms", nodeTerms},
+		{"LeaderAndPlan", leaderAndPlan},
+		{"StandIns", standIns},
+		{"Deplete", deplete},
+		// operate.go
+		{"CancelRunning", cancelRunning},
+		{"DeadRetryAndDelete", deadRetryAndDelete},
+		{"Notifications", notifications},
+		// recurring.go
+		{"RecurringDefinitions", recurringDefinitions},
+		{"RecurringMaterialize", recurringMaterialize},
+		{"RecurringSetAside", recurringSetAside},
+		// stats.go
+		{"CountsAndStats", countsAndStats},
+		{"ConsoleReads", consoleReads},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,4 +359,48 @@ func heldByAndRescue(t *testing.T, f Fixture) {
 	require.Equal(t, 2, n, "an expired node's tasks go back")
 	other := node(t, f, "other")
 	require.Len(t, claim(t, f, "other", other, 10), 2, "and run elsewhere")
+}
+
+// idIn returns an ordering_id starting with prefix in partition part.
+func idIn(f Fixture, part int, prefix string) string {
+	for i := 0; ; i++ {
+		if id := fmt.Sprint(prefix, i); partition.Of(id, f.Partitions) == part {
+			return id
+		}
+	}
+}
+
+func exec(t *testing.T, f Fixture, sql string, args ...any) {
+	t.Helper()
+	_, err := f.Pool.Exec(ctx, sql, args...)
+	require.NoError(t, err, sql)
+}
+
+// count runs a count(*) query in the schema: {s} stands for its name.
+func count(t *testing.T, f Fixture, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	sql = strings.ReplaceAll(sql, "{s}", f.Store.Schema())
+	require.NoError(t, f.Pool.QueryRow(ctx, sql, args...).Scan(&n), sql)
+	return n
+}
+
+// expire ends node's lease ago.
+func expire(t *testing.T, f Fixture, node string, ago time.Duration) {
+	t.Helper()
+	exec(t, f, "UPDATE "+f.Store.Schema()+".nodes SET lease_expires_at = now() - make_interval(secs => $2) WHERE node_id = $1",
+		node, ago.Seconds())
+}
+
+// held returns the one task (node, epoch) runs, as an outcome's key.
+func held(t *testing.T, f Fixture, node string, epoch int64) store.Held {
+	t.Helper()
+	h, err := f.Store.HeldBy(ctx, f.Pool, node, epoch)
+	require.NoError(t, err)
+	require.Len(t, h, 1)
+	return h[0]
+}
+
+func heldOutcome(h store.Held, what pgschedtype.Outcome) store.Outcome {
+	return store.Outcome{Partition: h.Partition, OrderingID: h.OrderingID, ID: h.ID, ClaimedAt: h.ClaimedAt, Outcome: what}
 }
