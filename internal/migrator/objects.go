@@ -314,8 +314,17 @@ func (m *Migrator) dropObjects(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, "DELETE FROM "+pgx.Identifier{m.opts.Schema}.Sanitize()+".sql_objects"); err != nil && code(err) != "42P01" {
+	// Below migration 00003 there is no sql_objects to forget them in; a
+	// failed DELETE would abort the transaction, so look first.
+	var tracked bool
+	if err := tx.QueryRowContext(ctx, "SELECT to_regclass($1) IS NOT NULL",
+		pgx.Identifier{m.opts.Schema, "sql_objects"}.Sanitize()).Scan(&tracked); err != nil {
 		return err
+	}
+	if tracked {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+pgx.Identifier{m.opts.Schema}.Sanitize()+".sql_objects"); err != nil {
+			return err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("dropping the functions and views of %s: %w", m.opts.Schema, err)

@@ -34,9 +34,16 @@ func countsAndStats(t *testing.T, f Fixture) {
 	kinds, err := f.Store.CountKinds(ctx, f.Pool)
 	require.NoError(t, err)
 	require.Equal(t, 3, kinds, "a, k and c")
-	pending, err := f.Store.CountedPending(ctx, f.Pool)
+	counts, err := f.Store.KindsCounted(ctx, f.Pool)
 	require.NoError(t, err)
-	require.Equal(t, int64(2), pending, "a1's second and a2 (a1's first and b1 run)")
+	byKind := map[string]store.KindCount{}
+	for _, c := range counts {
+		byKind[c.Kind] = c
+	}
+	require.Equal(t, int64(2), byKind["a"].Pending, "a1's second and a2 (a1's first and b1 run)")
+	require.Zero(t, byKind["a"].Due)
+	require.Zero(t, byKind["a"].OldestDueSeconds, "nothing of a is due")
+	require.Equal(t, int64(1), byKind["c"].Dead)
 	counted, ok, err := f.Store.LastCounted(ctx, f.Pool)
 	require.NoError(t, err)
 	require.True(t, ok)
