@@ -15,7 +15,7 @@ BEGIN
         WHERE n.nspname = split_part('pgsched.custom_plans', '.', 1)
           AND p.proname IN ('cancel', 'cancel_requests_prune', 'cancel_running', 'claim_due_many', 'dead_ids',
                             'delete_dead', 'delete_dead_where', 'lock_head', 'pause_kind', 'pause_sweep',
-                            'record_outputs', 'recurring_drop_ticks', 'recurring_materialize', 'recurring_ticks', 'reschedule', 'rescue_expired',
+                            'recurring_drop_ticks', 'recurring_materialize', 'recurring_ticks', 'reschedule', 'rescue_expired',
                             'resume_kind', 'retry_dead_ids', 'task_output')
     LOOP
         EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = force_custom_plan', f);
