@@ -7,10 +7,14 @@
 -- apart, in their original order, so their keys stay distinct. It goes
 -- through schedule_many, so order, locking and notifications are those of
 -- any enqueue; if a key is taken after all (a pending or completed task at
--- that very microsecond), the call fails and nothing changes.
+-- that very microsecond), the call fails and nothing changes. It runs
+-- with its owner's rights, as the schedule_many it calls does: on Citus a
+-- transaction may not touch one placement as two users (the worker role's
+-- DELETE, then the owner's INSERT).
 CREATE OR REPLACE FUNCTION pgsched.retry_dead_ids(ids bigint[])
 RETURNS integer
 LANGUAGE plpgsql
+SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     t     timestamptz := now();
