@@ -130,6 +130,7 @@ func init() {
 		{path: "status", summary: "the cluster (nodes, leader, partitions) and, per kind, pending, due, running, dead and lag", setup: statusCmd},
 		{path: "tasks list", summary: "pending and running tasks, by partition and key", setup: tasksListCmd},
 		{path: "tasks show", args: "ID|UNIQUENESS_KEY", summary: "the pending, running or dead tasks with that id or uniqueness key, whole", setup: tasksShowCmd},
+		{path: "tasks output", args: "ORDERING_ID", summary: "the output a completed task's handler recorded, by key (-scheduled-at, -uniqueness-key)", setup: tasksOutputCmd},
 		{path: "dead list", summary: "dead tasks, newest first", setup: deadListCmd},
 		{path: "dead show", args: "ID", summary: "one dead task, whole", setup: deadShowCmd},
 		{path: "dead retry", args: "[ID...]", summary: "put dead tasks back in line: by id, or those a filter or -all selects", acts: actsWorker, setup: deadRetryCmd},

@@ -158,3 +158,31 @@ func printTasks(c *cli, tasks []task) error {
 	}
 	return nil
 }
+
+func tasksOutputCmd(c *cli, fs *flag.FlagSet) func([]string) error {
+	at := fs.String("scheduled-at", "", "the task's scheduled_at, RFC 3339 (required)")
+	uniquenessKey := fs.String("uniqueness-key", "", "the task's uniqueness_key")
+	return func(args []string) error {
+		if err := wantArgs("tasks output", args, 1, "the task's ordering_id"); err != nil {
+			return err
+		}
+		scheduledAt, err := time.Parse(time.RFC3339Nano, *at)
+		if err != nil {
+			return usagef("-scheduled-at must be an RFC 3339 time (2026-11-26T09:00:00Z), got %q", *at)
+		}
+		var out []byte
+		err = c.read(func(tx pgx.Tx) error {
+			var err error
+			out, err = c.store.TaskOutput(c.ctx, tx, args[0], scheduledAt, *uniquenessKey)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if out == nil {
+			return notFoundf("no output: the task %s at %s completed without one, or no completion of it is remembered",
+				strconv.Quote(args[0]), timeText(scheduledAt))
+		}
+		return writeJSON(c.stdout, json.RawMessage(out))
+	}
+}

@@ -97,3 +97,31 @@ func TestTasksShow(t *testing.T) {
 		require.Empty(t, r.stdout)
 	}
 }
+
+// TestTasksOutput: tasks output prints a completed task's recorded output
+// by key, as JSON; exit 3 when it has none or no completion is known, 2
+// for a time that is not RFC 3339.
+func TestTasksOutput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	at := time.Date(2026, 11, 26, 9, 0, 0, 250000000, time.UTC)
+	b.db.InsertTask(t, pgtest.TaskRow{OrderingID: "invoice-7", ScheduledAt: at, UniquenessKey: "v2", Kind: "bill", State: "completed"})
+	b.db.InsertTask(t, pgtest.TaskRow{OrderingID: "plain", ScheduledAt: at, Kind: "bill", State: "completed"})
+	_, err := b.db.Pool.Exec(t.Context(), "UPDATE "+b.db.Schema+`.completions SET output = '{"total": 12.5}' WHERE ordering_id = 'invoice-7'`)
+	require.NoError(t, err)
+
+	out := b.ok(t, "tasks", "output", "-scheduled-at", "2026-11-26T10:00:00.25+01:00", "-uniqueness-key", "v2", "invoice-7")
+	require.JSONEq(t, `{"total": 12.5}`, out)
+	for _, args := range [][]string{
+		{"tasks", "output", "-scheduled-at", at.Format(time.RFC3339Nano), "plain"},
+		{"tasks", "output", "-scheduled-at", at.Format(time.RFC3339Nano), "invoice-7"},
+		{"tasks", "output", "-scheduled-at", at.Format(time.RFC3339Nano), "nobody"},
+	} {
+		r := b.cli(t, args...)
+		require.Equal(t, exitNotFound, r.code, "%q: %s", args, r.stderr)
+		require.Contains(t, r.stderr, "no output")
+	}
+	r := b.cli(t, "tasks", "output", "-scheduled-at", "yesterday", "invoice-7")
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "-scheduled-at must be an RFC 3339 time")
+}

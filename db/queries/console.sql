@@ -46,8 +46,9 @@ FROM pgsched.dead_tasks d
 WHERE d.id = sqlc.arg(id)::bigint;
 
 -- ConsoleTaskKey finds a key wherever it is: pending or running (heads and
--- backlog, by primary key in its partition), completed (tombstones) or
--- dead. Several rows when a key died and was scheduled again.
+-- backlog, by primary key in its partition), completed (tombstones, with
+-- the handler's output in the payload column) or dead. Several rows when a
+-- key died and was scheduled again.
 -- name: ConsoleTaskKey :many
 WITH k AS (
     SELECT pgsched.partition_of(sqlc.arg(ordering_id)::text, s.partition_count) AS p FROM pgsched.settings s
@@ -58,7 +59,7 @@ FROM pgsched.tasks t, k
 WHERE t.partition_id = k.p AND t.ordering_id = sqlc.arg(ordering_id)::text
   AND t.scheduled_at = sqlc.arg(scheduled_at)::timestamptz AND t.uniqueness_key = sqlc.arg(uniqueness_key)::text
 UNION ALL
-SELECT 'completed', 0::bigint, c.kind, NULL::jsonb, c.completed_at, c.attempt, '', coalesce(c.node_id, ''), c.partition_id
+SELECT 'completed', 0::bigint, c.kind, c.output, c.completed_at, c.attempt, '', coalesce(c.node_id, ''), c.partition_id
 FROM pgsched.completions c, k
 WHERE c.partition_id = k.p AND c.ordering_id = sqlc.arg(ordering_id)::text
   AND c.scheduled_at = sqlc.arg(scheduled_at)::timestamptz AND c.uniqueness_key = sqlc.arg(uniqueness_key)::text

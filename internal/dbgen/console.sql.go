@@ -318,7 +318,7 @@ FROM pgsched.tasks t, k
 WHERE t.partition_id = k.p AND t.ordering_id = $1::text
   AND t.scheduled_at = $2::timestamptz AND t.uniqueness_key = $3::text
 UNION ALL
-SELECT 'completed', 0::bigint, c.kind, NULL::jsonb, c.completed_at, c.attempt, '', coalesce(c.node_id, ''), c.partition_id
+SELECT 'completed', 0::bigint, c.kind, c.output, c.completed_at, c.attempt, '', coalesce(c.node_id, ''), c.partition_id
 FROM pgsched.completions c, k
 WHERE c.partition_id = k.p AND c.ordering_id = $1::text
   AND c.scheduled_at = $2::timestamptz AND c.uniqueness_key = $3::text
@@ -348,8 +348,9 @@ type ConsoleTaskKeyRow struct {
 }
 
 // ConsoleTaskKey finds a key wherever it is: pending or running (heads and
-// backlog, by primary key in its partition), completed (tombstones) or
-// dead. Several rows when a key died and was scheduled again.
+// backlog, by primary key in its partition), completed (tombstones, with
+// the handler's output in the payload column) or dead. Several rows when a
+// key died and was scheduled again.
 func (q *Queries) ConsoleTaskKey(ctx context.Context, db DBTX, arg ConsoleTaskKeyParams) ([]ConsoleTaskKeyRow, error) {
 	rows, err := db.Query(ctx, consoleTaskKey, arg.OrderingID, arg.ScheduledAt, arg.UniquenessKey)
 	if err != nil {
