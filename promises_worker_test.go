@@ -352,7 +352,7 @@ func TestLeavingNodeKeepsItsRunningTasks(t *testing.T) {
 // never later than the expiry the database recorded (from the statement's
 // start), so a node holds itself fenced by the time the database lets a
 // stand-in take its work. Here a trigger makes every registration and
-// renewal of the node take 800ms, and then refuses renewals: past the
+// renewal of the node take 800ms, and then makes renewals hang: past the
 // database's expiry, CheckFence on a running handler's context fails at
 // every look, for the term whose last renewal was slow and for the next
 // term, whose registration was. A deadline counted from the response
@@ -385,14 +385,19 @@ func TestLeaseDeadlineCountsFromTheSend(t *testing.T) {
 	require.NoError(t, pgsched.CheckFence(first), "live while renewals go through")
 
 	// Every write of the node's row takes 800ms; renewals (the epoch
-	// stays) fail once renewals_fail is set.
+	// stays) hang once renewals_fail is set, until the node gives up on
+	// them at its own deadline. Hang, not fail: a renewal refused at once
+	// is retried every third of the TTL, and the third retry comes as the
+	// lease runs out in the database, finds it expired, and ends the term
+	// within milliseconds of the expiry, whatever deadline the node kept;
+	// the looks below would then miss a node counting from the response.
 	_, err = b.db.Pool.Exec(ctx, fmt.Sprintf(`
 		CREATE TABLE %[1]s.renewals_fail (fail boolean NOT NULL);
 		INSERT INTO %[1]s.renewals_fail VALUES (false);
 		CREATE FUNCTION %[1]s.slow_renewal() RETURNS trigger LANGUAGE plpgsql AS $$
 		BEGIN
 			IF NEW.epoch = OLD.epoch AND (SELECT fail FROM %[1]s.renewals_fail) THEN
-				RAISE EXCEPTION 'renewals refused by the test';
+				PERFORM pg_sleep(60);
 			END IF;
 			PERFORM pg_sleep(%[2]f);
 			RETURN NEW;
