@@ -362,7 +362,7 @@ func (f *finisher) finish(ctx context.Context, epoch int64, items []finishItem) 
 			Outcome: it.res.Outcome, RetryIn: it.res.RetryIn, Error: it.res.Error,
 		}
 		if it.res.Output != nil {
-			outs[j].Output, outs[j].ScheduledAt, outs[j].UniquenessKey = it.res.Output, it.job.ScheduledAt, it.job.UniquenessKey
+			outs[j].Output = &store.Output{JSON: it.res.Output, ScheduledAt: it.job.ScheduledAt, UniquenessKey: it.job.UniquenessKey}
 		}
 		if it.res.Outcome == pgschedtype.OutcomeCompleted || it.res.Outcome == pgschedtype.OutcomeDead {
 			finished++
@@ -481,10 +481,13 @@ func countRefused(items []finishItem) int {
 // caller must roll back. Like every other outcome, it is written by the
 // same statement (pgsched.finish_tasks), fenced the same way.
 func (d *Dispatcher) RecordCompletedTx(ctx context.Context, tx store.DBTX, job *Job, output []byte) (bool, error) {
-	res, err := d.cfg.Store.Finish(ctx, tx, d.cfg.Node.ID(), job.Epoch, []store.Outcome{{
+	out := store.Outcome{
 		Partition: job.Partition, OrderingID: job.OrderingID, ID: job.ID, ClaimedAt: job.ClaimedAt, Outcome: pgschedtype.OutcomeCompleted,
-		Output: output, ScheduledAt: job.ScheduledAt, UniquenessKey: job.UniquenessKey,
-	}}, store.Handover{})
+	}
+	if output != nil {
+		out.Output = &store.Output{JSON: output, ScheduledAt: job.ScheduledAt, UniquenessKey: job.UniquenessKey}
+	}
+	res, err := d.cfg.Store.Finish(ctx, tx, d.cfg.Node.ID(), job.Epoch, []store.Outcome{out}, store.Handover{})
 	if err != nil {
 		return false, fmt.Errorf("recording completion: %w", err)
 	}

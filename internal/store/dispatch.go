@@ -79,10 +79,15 @@ type Outcome struct {
 	Outcome   pgschedtype.Outcome // completed, retry, dead, release or snooze
 	RetryIn   time.Duration       // for a retry or snooze: delay from the database's now
 	Error     string
-	// Output is the handler's result (JSON), kept with a completion; nil
-	// for none. ScheduledAt and UniquenessKey complete the task's key,
-	// which the completion record is found by; needed only with Output.
-	Output        []byte
+	// Output is the handler's result, kept with a completion; nil for
+	// none (a pointer, so an outcome without one costs a word).
+	Output *Output
+}
+
+// Output is a handler's result (JSON) and the rest of its task's key,
+// which the completion record is found by.
+type Output struct {
+	JSON          []byte
 	ScheduledAt   time.Time
 	UniquenessKey string
 }
@@ -165,9 +170,9 @@ func (s *PG) finishWithOutputs(ctx context.Context, db DBTX, node string, epoch 
 			}
 			arg.PartitionIds = append(arg.PartitionIds, int32(o.Partition))
 			arg.OrderingIds = append(arg.OrderingIds, o.OrderingID)
-			arg.ScheduledAts = append(arg.ScheduledAts, o.ScheduledAt)
-			arg.UniquenessKeys = append(arg.UniquenessKeys, o.UniquenessKey)
-			arg.Outputs = append(arg.Outputs, o.Output)
+			arg.ScheduledAts = append(arg.ScheduledAts, o.Output.ScheduledAt)
+			arg.UniquenessKeys = append(arg.UniquenessKeys, o.Output.UniquenessKey)
+			arg.Outputs = append(arg.Outputs, o.Output.JSON)
 		}
 		_, err = s.q.TaskOutputsRecord(ctx, s.db(tx), arg)
 		return err

@@ -29,8 +29,7 @@ func TestFinishKeepsOutputOnlyWithItsCompletion(t *testing.T) {
 		var part int
 		var claimed time.Time
 		require.NoError(t, db.Pool.QueryRow(ctx, "SELECT partition_id, claimed_at FROM "+db.Schema+".heads WHERE id = $1", id).Scan(&part, &claimed))
-		return store.Outcome{Partition: part, OrderingID: o, ID: id, ClaimedAt: claimed, Outcome: pgschedtype.OutcomeCompleted,
-			ScheduledAt: at, UniquenessKey: "u"}
+		return store.Outcome{Partition: part, OrderingID: o, ID: id, ClaimedAt: claimed, Outcome: pgschedtype.OutcomeCompleted}
 	}
 	output := func(o string) []byte {
 		out, err := st.TaskOutput(ctx, db.Pool, o, at, "u")
@@ -39,7 +38,13 @@ func TestFinishKeepsOutputOnlyWithItsCompletion(t *testing.T) {
 	}
 
 	done, stale, old, retried := running("done"), running("stale"), running("old"), running("retried")
-	done.Output, stale.Output, old.Output, retried.Output = []byte(`{"n":1}`), []byte(`{"n":2}`), []byte(`{"n":3}`), []byte(`{"n":4}`)
+	withOutput := func(o *store.Outcome, json string) {
+		o.Output = &store.Output{JSON: []byte(json), ScheduledAt: at, UniquenessKey: "u"}
+	}
+	withOutput(&done, `{"n":1}`)
+	withOutput(&stale, `{"n":2}`)
+	withOutput(&old, `{"n":3}`)
+	withOutput(&retried, `{"n":4}`)
 	old.ClaimedAt = old.ClaimedAt.Add(-time.Second)
 	retried.Outcome, retried.RetryIn = pgschedtype.OutcomeRetry, time.Hour
 
