@@ -2,8 +2,6 @@ package pgsched_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"testing"
@@ -16,39 +14,7 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/pgtest"
-	"github.com/pgsched/pgsched/pgschedmigrate"
 )
-
-// rolesSchema migrates a schema with its roles (migrate -roles) and drops
-// both at the end.
-func rolesSchema(t *testing.T) string {
-	t.Helper()
-	ctx := context.Background()
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	schema := "roles_" + hex.EncodeToString(b[:])
-	admin := pgtest.AdminPool(t)
-	m, err := pgschedmigrate.New(ctx, admin, pgschedmigrate.Config{Schema: schema, Partitions: 8, Roles: true, Citus: pgtest.Citus()})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		require.NoError(t, m.Drop(context.Background()))
-		_ = m.Close()
-		for _, r := range []string{"_enqueue", "_worker", "_read"} {
-			_, err := admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+schema+r)
-			require.NoError(t, err)
-		}
-	})
-	require.NoError(t, m.Up(ctx))
-	if pgtest.Citus() {
-		// Citus opens its connections to the workers as the current role:
-		// a session acting as one of these roles needs it to log in there.
-		for _, r := range []string{"_enqueue", "_worker", "_read"} {
-			_, err := admin.Exec(ctx, "ALTER ROLE "+schema+r+" LOGIN")
-			require.NoError(t, err)
-		}
-	}
-	return schema
-}
 
 // asRole runs f on a connection of the admin pool switched to role.
 func asRole(t *testing.T, role string, f func(conn *pgxpool.Conn)) {
@@ -146,7 +112,7 @@ func requireNoExecute(t *testing.T, conn *pgxpool.Conn, role, schema, name, call
 // <schema>_worker only reads partition_anchor.
 func TestRolesEnqueueAndRead(t *testing.T) {
 	t.Parallel()
-	schema := rolesSchema(t)
+	schema := pgtest.RolesSchema(t, "roles")
 	ctx := context.Background()
 	tables, views, calls := schemaObjects(t, schema)
 	at := time.Now().Add(time.Hour)
@@ -276,7 +242,7 @@ func TestRolesEnqueueAndRead(t *testing.T) {
 // midway, while tasks are enqueued as <schema>_enqueue.
 func TestRolesWorkerProcesses(t *testing.T) {
 	t.Parallel()
-	schema := rolesSchema(t)
+	schema := pgtest.RolesSchema(t, "roles")
 	ctx := context.Background()
 	admin := pgtest.AdminPool(t)
 	_, err := admin.Exec(ctx, "CREATE TABLE "+schema+".execlog (ordering_id text, uk text, node text, attempt int, started timestamptz, ended timestamptz)")

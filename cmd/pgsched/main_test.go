@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"strings"
@@ -15,7 +13,6 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/pgtest"
-	"github.com/pgsched/pgsched/pgschedmigrate"
 )
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
@@ -98,36 +95,6 @@ func roleURL(t *testing.T, base, role string) string {
 		u.RawQuery += "&" + opt
 	}
 	return u.String()
-}
-
-// rolesSchema migrates a schema with its three roles (migrate -roles) and
-// drops both at the end.
-func rolesSchema(t *testing.T) string {
-	t.Helper()
-	ctx := context.Background()
-	var b [5]byte
-	_, _ = rand.Read(b[:])
-	schema := "cli_" + hex.EncodeToString(b[:])
-	admin := pgtest.AdminPool(t)
-	m, err := pgschedmigrate.New(ctx, admin, pgschedmigrate.Config{Schema: schema, Partitions: 8, Roles: true, Citus: pgtest.Citus()})
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		require.NoError(t, m.Drop(context.Background()))
-		_ = m.Close()
-		for _, r := range []string{"_enqueue", "_worker", "_read"} {
-			_, err := admin.Exec(context.Background(), "DROP ROLE IF EXISTS "+schema+r)
-			require.NoError(t, err)
-		}
-	})
-	require.NoError(t, m.Up(ctx))
-	if pgtest.Citus() {
-		// Citus connects to its workers as the current role.
-		for _, r := range []string{"_enqueue", "_worker", "_read"} {
-			_, err := admin.Exec(ctx, "ALTER ROLE "+schema+r+" LOGIN")
-			require.NoError(t, err)
-		}
-	}
-	return schema
 }
 
 // eventually polls cond until it holds or the deadline passes.

@@ -19,7 +19,7 @@ import (
 // which roles may.
 func TestRoles(t *testing.T) {
 	t.Parallel()
-	schema := rolesSchema(t)
+	schema := pgtest.RolesSchema(t, "cli")
 	ctx := context.Background()
 	admin := &pgtest.DB{URL: pgtest.ServerURL(t), Schema: schema, Pool: pgtest.AdminPool(t)}
 	client, err := pgsched.NewClient(admin.Pool, pgsched.ClientConfig{Schema: schema})
