@@ -9,9 +9,7 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/dispatch"
-	"github.com/pgsched/pgsched/internal/lease"
 	"github.com/pgsched/pgsched/internal/pgtest"
-	"github.com/pgsched/pgsched/internal/store"
 	"github.com/pgsched/pgsched/pgschedtype"
 )
 
@@ -26,13 +24,7 @@ import (
 func TestLaterTaskOfADuePartitionStartsOnTime(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := pgtest.NewSchema(t, pgtest.SchemaOptions{Partitions: 1, TablePartitions: 1})
-	st, err := store.Open(ctx, db.Pool, db.Schema)
-	require.NoError(t, err)
-	client, err := pgsched.NewClient(db.Pool, pgsched.ClientConfig{Schema: db.Schema})
-	require.NoError(t, err)
-	node, err := lease.NewNode(lease.NodeConfig{ID: "n1", Store: st, DB: db.Pool, TTL: 2 * time.Second})
-	require.NoError(t, err)
+	db, st, client, node := newNode(t, pgtest.SchemaOptions{Partitions: 1, TablePartitions: 1}, 2*time.Second)
 	type start struct {
 		orderingID string
 		late       time.Duration

@@ -12,7 +12,6 @@ import (
 	"github.com/pgsched/pgsched/internal/dispatch"
 	"github.com/pgsched/pgsched/internal/lease"
 	"github.com/pgsched/pgsched/internal/pgtest"
-	"github.com/pgsched/pgsched/internal/store"
 	"github.com/pgsched/pgsched/pgschedtype"
 )
 
@@ -25,13 +24,7 @@ import (
 func TestHandlerContextEndsWithTerm(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
-	st, err := store.Open(ctx, db.Pool, db.Schema)
-	require.NoError(t, err)
-	client, err := pgsched.NewClient(db.Pool, pgsched.ClientConfig{Schema: db.Schema})
-	require.NoError(t, err)
-	node, err := lease.NewNode(lease.NodeConfig{ID: "n1", Store: st, DB: db.Pool, TTL: 600 * time.Millisecond})
-	require.NoError(t, err)
+	db, st, client, node := newNode(t, pgtest.SchemaOptions{}, 600*time.Millisecond)
 	all := make([]int32, 8)
 	for i := range all {
 		all[i] = int32(i)

@@ -15,7 +15,6 @@ import (
 
 	"github.com/pgsched/pgsched"
 	"github.com/pgsched/pgsched/internal/dispatch"
-	"github.com/pgsched/pgsched/internal/lease"
 	"github.com/pgsched/pgsched/internal/pgtest"
 	"github.com/pgsched/pgsched/internal/store"
 	"github.com/pgsched/pgsched/pgschedtype"
@@ -108,16 +107,10 @@ type fixture struct {
 // connection, with short intervals so the test takes a fraction of a second.
 func start(t *testing.T) *fixture {
 	t.Helper()
-	db := pgtest.NewSchema(t, pgtest.SchemaOptions{})
-	st, err := store.Open(context.Background(), db.Pool, db.Schema)
-	require.NoError(t, err)
-	c, err := pgsched.NewClient(db.Pool, pgsched.ClientConfig{Schema: db.Schema})
-	require.NoError(t, err)
+	db, st, c, node := newNode(t, pgtest.SchemaOptions{}, 5*time.Second)
 	f := &fixture{db: db, client: c, db2: &lossy{DBTX: db.Pool, lose: map[string]int{}},
 		order: make(chan string, 100), block: make(chan struct{}), finished: make(chan struct{})}
 
-	node, err := lease.NewNode(lease.NodeConfig{ID: "n1", Store: st, DB: db.Pool, TTL: 5 * time.Second})
-	require.NoError(t, err)
 	all := make([]int32, 8)
 	for i := range all {
 		all[i] = int32(i)
