@@ -174,6 +174,9 @@ func (s *PG) finishWithOutputs(ctx context.Context, db DBTX, node string, epoch 
 			arg.UniquenessKeys = append(arg.UniquenessKeys, o.Output.UniquenessKey)
 			arg.Outputs = append(arg.Outputs, o.Output.JSON)
 		}
+		if len(arg.PartitionIds) == 0 {
+			return nil
+		}
 		_, err = s.q.TaskOutputsRecord(ctx, s.db(tx), arg)
 		return err
 	})
