@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -101,6 +103,26 @@ func childWorker() error {
 			return fmt.Errorf("always fails")
 		}
 		switch {
+		case job.Kind == "hit":
+			// A call to a receiver the test runs (CHILD_HIT_URL), which
+			// counts the calls it serves at once; fenced as a side effect
+			// must be.
+			if err := pgsched.CheckFence(ctx); err != nil {
+				return err
+			}
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, env("CHILD_HIT_URL")+"?id="+url.QueryEscape(job.OrderingID), nil)
+			if err != nil {
+				return err
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("receiver answered %s", resp.Status)
+			}
+			return nil
 		case job.Kind == "probe":
 			// Its side effect is the run's start: written at once, so a
 			// run that starts when it must not is on record even if its

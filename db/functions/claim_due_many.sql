@@ -21,6 +21,8 @@
 -- rows per page, which tips it); generic plans because plpgsql would
 -- otherwise re-plan the statement for every partition (on Citus, which
 -- must see the partition as a value to route the statement, custom ones).
+-- While any kind has a limit, claim_limited claims instead: with none,
+-- this costs one look at an empty table per call.
 CREATE OR REPLACE FUNCTION pgsched.claim_due_many(p_node_id text, p_epoch bigint, p_partitions integer[], p_max integer,
                                        p_ahead_seconds float8 DEFAULT 0)
 RETURNS SETOF pgsched.heads
@@ -39,6 +41,10 @@ DECLARE
     t_now   timestamptz := now();
 BEGIN
     SELECT coalesce(array_agg(k.kind), '{}') INTO v_paused FROM pgsched.paused_kinds k;
+    IF EXISTS (SELECT 1 FROM pgsched.kind_limits) THEN
+        RETURN QUERY SELECT * FROM pgsched.claim_limited(p_node_id, p_epoch, p_partitions, p_max, horizon, v_paused);
+        RETURN;
+    END IF;
     FOREACH p IN ARRAY coalesce(p_partitions, '{}') LOOP
         EXIT WHEN left_ <= 0;
         RETURN QUERY

@@ -57,7 +57,8 @@ DECLARE
     -- now() is the transaction's start either way; a variable because
     -- Citus refuses now() in RETURNING and CASE.
     t_now   timestamptz := now();
-    retry_ats timestamptz[];
+    gone_lk text[];
+    freed   integer := 0;
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(outcomes) AS x(outcome) WHERE x.outcome NOT IN ('completed', 'dead')) THEN
         PERFORM pgsched.lock_heads(partition_ids, ordering_ids);
@@ -69,7 +70,9 @@ BEGIN
         room := 0;
     END IF;
     IF room > 0 THEN
-        SELECT coalesce(array_agg(k.kind), '{}') INTO v_paused FROM pgsched.paused_kinds k;
+        -- A successor of a limited kind is left for a claim (claim_limited).
+        SELECT coalesce(array_agg(k.kind), '{}') INTO v_paused
+        FROM (SELECT x.kind FROM pgsched.paused_kinds x UNION ALL SELECT l.kind FROM pgsched.kind_limits l) k;
     END IF;
 
     -- Completed and dead tasks leave; where the head knew its successor
@@ -126,8 +129,9 @@ BEGIN
            array_agg(g.ordering_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
            array_agg(g.chain) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
            array_agg(g.id), count(*) FILTER (WHERE g.backlog AND cardinality(g.next_tids) > 0),
-           (SELECT count(*) FROM ins), (SELECT array_agg(x::pgsched.heads) FROM ins x WHERE x.running)
-    INTO gone_p, gone_o, gone_c, gone_id, known_n, moved_n, fast FROM gone g;
+           (SELECT count(*) FROM ins), (SELECT array_agg(x::pgsched.heads) FROM ins x WHERE x.running),
+           array_agg(g.kind) FILTER (WHERE g.chain = -1)
+    INTO gone_p, gone_o, gone_c, gone_id, known_n, moved_n, fast, gone_lk FROM gone g;
     IF fast IS NOT NULL THEN
         RETURN QUERY
         SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
@@ -214,28 +218,12 @@ BEGIN
     END IF;
 
     IF cardinality(gone_id) IS DISTINCT FROM cardinality(task_ids) THEN
-        -- Retry times computed apart: Citus refuses a STABLE function over
-        -- a column in an UPDATE.
-        retry_ats := ARRAY(SELECT t_now + make_interval(secs => coalesce(d.delay, 0))
-                           FROM unnest(retry_delays) WITH ORDINALITY AS d(delay, i) ORDER BY d.i);
-        WITH back AS (
-            UPDATE pgsched.heads h
-            SET running = false, node_id = NULL, epoch = NULL, claimed_at = NULL, chain = 0,
-                run_at = CASE WHEN b.outcome IN ('retry', 'snooze') THEN b.retry_at ELSE h.run_at END,
-                attempt = CASE WHEN b.outcome IN ('release', 'snooze') THEN greatest(h.attempt - 1, 0) ELSE h.attempt END,
-                last_error = CASE WHEN b.outcome = 'retry' THEN b.err ELSE h.last_error END
-            FROM unnest(partition_ids, ordering_ids, task_ids, claimed_ats, outcomes, retry_ats, errors)
-                 AS b(p, o, id, ca, outcome, retry_at, err)
-            WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
-              AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND b.outcome IN ('retry', 'release', 'snooze')
-            RETURNING h.partition_id, h.ordering_id, h.id
-        )
-        SELECT array_agg(k.partition_id), array_agg(k.ordering_id), array_agg(k.id)
-        INTO back_p, back_o, back_id FROM back k;
-        IF back_id IS NOT NULL THEN
-            -- A task enqueued earlier than the one given back runs first.
-            PERFORM pgsched.settle_heads(back_p, back_o);
-        END IF;
+        SELECT b.back_id, b.freed INTO back_id, freed
+        FROM pgsched.finish_give_back(p_node_id, p_epoch, partition_ids, ordering_ids, task_ids, claimed_ats, outcomes,
+                                      retry_delays, errors) b;
+    END IF;
+    IF gone_lk IS NOT NULL THEN
+        freed := freed + pgsched.limit_release(gone_lk);
     END IF;
 
     applied := coalesce(gone_id, '{}') || coalesce(back_id, '{}');
@@ -244,7 +232,7 @@ BEGIN
     -- the heads flagged as having a backlog, so one whose backlog a cancel
     -- emptied meanwhile counts too), and given back. Zero tells the worker
     -- nothing new may have become due.
-    claimable := promoted - handed + coalesce(cardinality(back_id), 0);
+    claimable := promoted - handed + coalesce(cardinality(back_id), 0) + freed;
     RETURN NEXT;
 END
 $$;

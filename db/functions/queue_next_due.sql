@@ -9,6 +9,10 @@ SET jit = off
 AS $$
 #variable_conflict use_column
 BEGIN
+    IF EXISTS (SELECT 1 FROM pgsched.kind_limits) THEN
+        RETURN QUERY SELECT * FROM pgsched.queue_next_due_limited(p_partitions);
+        RETURN;
+    END IF;
     RETURN QUERY
     SELECT n.partition_id::integer, extract(epoch FROM n.next_at - now())::float8
     FROM (

@@ -23,6 +23,8 @@ DECLARE
     q      record;
     t_now  timestamptz := now();
     n integer;
+    counted boolean;
+    limited text[] := '{}';
 BEGIN
     IF cands IS NULL AND NOT p_orphans THEN
         SELECT coalesce(array_agg(nd.node_id), '{}') INTO cands FROM pgsched.nodes nd WHERE nd.lease_expires_at < now();
@@ -47,7 +49,17 @@ BEGIN
     -- routed to the worker holding the partition).
     back_p := '{}';
     back_o := '{}';
+    counted := EXISTS (SELECT 1 FROM pgsched.limit_usage);
     FOR q IN SELECT x.p, array_agg(x.o) AS o FROM unnest(lost_p, lost_o) AS x(p, o) GROUP BY x.p ORDER BY x.p LOOP
+        IF counted THEN
+            -- Tasks a limit counts (chain -1; the rows are locked, and an
+            -- expired lease is never renewed, so these are the rows the
+            -- UPDATE below changes).
+            SELECT limited || coalesce(array_agg(h.kind), '{}') INTO limited
+            FROM unnest(q.o) AS b(o) JOIN pgsched.heads h ON h.partition_id = q.p AND h.ordering_id = b.o
+            WHERE h.running AND h.chain = -1
+              AND NOT EXISTS (SELECT 1 FROM pgsched.nodes x WHERE x.node_id = h.node_id AND x.epoch = h.epoch AND x.lease_expires_at >= t_now);
+        END IF;
         WITH back AS (
             UPDATE pgsched.heads h
             -- Concatenated, not format(): Citus refuses a STABLE function
@@ -62,6 +74,7 @@ BEGIN
         SELECT back_p || coalesce(array_agg(back.partition_id), '{}'), back_o || coalesce(array_agg(back.ordering_id), '{}')
         INTO back_p, back_o FROM back;
     END LOOP;
+    PERFORM pgsched.limit_release(nullif(limited, '{}'));
     lost_p := nullif(back_p, '{}');
     lost_o := nullif(back_o, '{}');
     n := coalesce(cardinality(lost_p), 0);

@@ -165,6 +165,14 @@ type PgschedKindCounted struct {
 	Took      pgtype.Interval
 }
 
+type PgschedKindLimit struct {
+	Kind       string
+	MaxRunning pgtype.Int4
+	MaxStarts  pgtype.Int4
+	Per        pgtype.Interval
+	UpdatedAt  time.Time
+}
+
 type PgschedLateness struct {
 	OldestDueAt interface{}
 	Lateness    interface{}
@@ -179,6 +187,24 @@ type PgschedLeader struct {
 	ElectedAt      time.Time
 	RenewedAt      time.Time
 	LeaseExpiresAt time.Time
+}
+
+type PgschedLimit struct {
+	Kind            string
+	MaxRunning      pgtype.Int4
+	Running         int32
+	MaxStarts       pgtype.Int4
+	Per             pgtype.Interval
+	StartedInWindow int32
+	Waiting         int64
+	Paused          bool
+	UpdatedAt       time.Time
+}
+
+type PgschedLimitUsage struct {
+	Kind    string
+	Running int32
+	Starts  []time.Time
 }
 
 type PgschedNode struct {

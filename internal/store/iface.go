@@ -62,6 +62,9 @@ type Store interface {
 	PausedKinds(ctx context.Context, db DBTX) ([]PausedKind, error)
 	PauseChannel() string
 	PauseSweep(ctx context.Context, db DBTX) (int, error)
+	SetLimit(ctx context.Context, db DBTX, kind string, l Limit) (bool, error)
+	ClearLimit(ctx context.Context, db DBTX, kind string) (bool, error)
+	Limits(ctx context.Context, db DBTX) ([]LimitInfo, error)
 	CancelRunning(ctx context.Context, db DBTX, orderingID string, scheduledAt time.Time, uniquenessKey string) (bool, error)
 	CancelRequests(ctx context.Context, db DBTX) ([]int64, error)
 	CancelChannel() string

@@ -65,6 +65,10 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"ListTasksFilters", listTasksFilters},
 		{"SchemaAndSettings", schemaAndSettings},
 		{"CompletionPartitions", completionPartitions},
+		// limits.go
+		{"LimitMaxRunning", limitMaxRunning},
+		{"LimitMaxStarts", limitMaxStarts},
+		{"LimitBadInput", limitBadInput},
 		// cluster.go
 		{"NodeTerms", nodeTerms},
 		{"LeaderAndPlan", leaderAndPlan},

@@ -1,0 +1,115 @@
+package pgsched
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/pgsched/pgsched/internal/store"
+)
+
+// Limit bounds a kind cluster-wide (SQL: pgsched.set_limit). A zero field
+// leaves its bound unset; at least one bound is required.
+type Limit struct {
+	// MaxRunning: at most this many of the kind's tasks run at once,
+	// counting tasks a node holds before a handler is free, and a frozen
+	// node's until its lease runs out and they are rescued.
+	MaxRunning int
+	// MaxStarts and Per: at most MaxStarts tasks of the kind start in any
+	// window of length Per (1 to 10000 starts, Per up to a day). A start
+	// is counted when the database grants it, in the claim.
+	MaxStarts int
+	Per       time.Duration
+}
+
+// LimitInfo is a limited kind as the pgsched.limits view shows it.
+type LimitInfo struct {
+	Kind  string
+	Limit Limit
+	// Running counts the tasks running under the limit; StartedInWindow,
+	// the starts of the last Per.
+	Running         int
+	StartedInWindow int
+	// Waiting counts the kind's idle tasks held back for room (due now or
+	// later).
+	Waiting   int64
+	Paused    bool
+	UpdatedAt time.Time
+}
+
+// check says what is wrong with l for kind in the words pgsched.set_limit
+// uses (its limit_error), or returns nil.
+func (l Limit) check(kind string) error {
+	var reason string
+	switch {
+	case kind == "":
+		reason = "kind is required"
+	case len(kind) > 255:
+		reason = fmt.Sprintf("kind is %d bytes, over the limit of 255", len(kind))
+	case l.MaxRunning == 0 && l.MaxStarts == 0:
+		reason = "a limit needs max_running, or max_starts with per"
+	case l.MaxRunning < 0:
+		reason = fmt.Sprintf("max_running must be at least 1, got %d", l.MaxRunning)
+	case (l.MaxStarts == 0) != (l.Per == 0):
+		reason = "max_starts and per go together"
+	case l.MaxStarts < 0 || l.MaxStarts > 10000:
+		reason = fmt.Sprintf("max_starts must be from 1 to 10000, got %d", l.MaxStarts)
+	case l.Per < 0:
+		reason = fmt.Sprintf("per must be positive, got %s", l.Per)
+	case l.Per > 24*time.Hour:
+		reason = fmt.Sprintf("per must be at most a day, got %s", l.Per)
+	case l.Per != 0 && l.Per < time.Microsecond:
+		reason = fmt.Sprintf("per must be at least a microsecond, got %s", l.Per)
+	default:
+		if err := validateText(-1, "kind", kind); err != nil {
+			return err
+		}
+		return nil
+	}
+	return fmt.Errorf("pgsched: %w: %s", ErrInvalidTask, reason)
+}
+
+// SetLimit limits kind cluster-wide, replacing any limit it had, and
+// reports whether it had none. A task held back waits without using an
+// attempt and starts when the limit allows; strict order per ordering_id
+// holds (a task behind one held back waits too). Tasks already running
+// when a kind is first limited are not counted: until they end, more may
+// run than MaxRunning. Refused on a Citus-distributed schema.
+func (c *Client) SetLimit(ctx context.Context, kind string, l Limit) (bool, error) {
+	if err := l.check(kind); err != nil {
+		return false, err
+	}
+	fresh, err := c.store.SetLimit(ctx, c.pool, kind, store.Limit(l))
+	if err != nil {
+		return false, fmt.Errorf("pgsched: set limit of %q: %w", kind, err)
+	}
+	return fresh, nil
+}
+
+// ClearLimit removes kind's limit (pgsched.clear_limit): its waiting
+// tasks run as any other kind's. It reports whether kind had a limit.
+func (c *Client) ClearLimit(ctx context.Context, kind string) (bool, error) {
+	if err := validateText(-1, "kind", kind); err != nil {
+		return false, err
+	}
+	ok, err := c.store.ClearLimit(ctx, c.pool, kind)
+	if err != nil {
+		return false, fmt.Errorf("pgsched: clear limit of %q: %w", kind, err)
+	}
+	return ok, nil
+}
+
+// Limits lists the limited kinds by name with what their limits count
+// now (the pgsched.limits view).
+func (c *Client) Limits(ctx context.Context) ([]LimitInfo, error) {
+	rows, err := c.store.Limits(ctx, c.pool)
+	if err != nil {
+		return nil, fmt.Errorf("pgsched: limits: %w", err)
+	}
+	out := make([]LimitInfo, len(rows))
+	for i, r := range rows {
+		out[i] = LimitInfo{Kind: r.Kind, Limit: Limit(r.Limit), Running: r.Running, StartedInWindow: r.StartedInWindow,
+			Waiting: r.Waiting, Paused: r.Paused, UpdatedAt: r.UpdatedAt}
+	}
+	return out, nil
+}

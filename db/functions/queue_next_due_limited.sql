@@ -1,0 +1,37 @@
+-- queue_next_due_limited is queue_next_due while some kind has a limit:
+-- a partition is due also when it holds parked heads (chain -1) of a
+-- limited kind whose limit has room, from when it has: at once, or when
+-- its rate window next lets a task start. A kind running max_running
+-- tasks makes nothing due: the finish that frees a place notifies the
+-- nodes (limit_release).
+CREATE OR REPLACE FUNCTION pgsched.queue_next_due_limited(p_partitions integer[])
+RETURNS TABLE (partition_id integer, due_in float8)
+LANGUAGE plpgsql STABLE
+SET jit = off
+AS $$
+#variable_conflict use_column
+BEGIN
+    RETURN QUERY
+    WITH ready AS (
+        SELECT l.kind, pgsched.limit_ready_at(l, u, now()) AS ready_at
+        FROM pgsched.kind_limits l LEFT JOIN pgsched.limit_usage u ON u.kind = l.kind
+        WHERE NOT EXISTS (SELECT 1 FROM pgsched.paused_kinds k WHERE k.kind = l.kind)
+    )
+    SELECT n.partition_id::integer, extract(epoch FROM n.next_at - now())::float8
+    FROM (
+        SELECT p.partition_id,
+               least((SELECT min(h.run_at) FROM pgsched.heads h
+                      WHERE h.partition_id = p.partition_id AND h.chain = 0 AND NOT h.paused AND NOT h.running),
+                     (SELECT min(greatest(r.ready_at, m.run_at))
+                      FROM ready r
+                      CROSS JOIN LATERAL (
+                          SELECT min(h.run_at) AS run_at FROM pgsched.heads h
+                          WHERE h.partition_id = p.partition_id AND h.chain = -1 AND NOT h.paused AND h.kind = r.kind
+                            AND NOT h.running
+                      ) m
+                      WHERE r.ready_at IS NOT NULL AND m.run_at IS NOT NULL)) AS next_at
+        FROM unnest(p_partitions) AS p(partition_id)
+    ) n
+    WHERE n.next_at IS NOT NULL;
+END
+$$;

@@ -1,0 +1,55 @@
+-- Limits per kind (pgsched.set_limit): at most max_running of a kind's
+-- tasks running at once, cluster-wide, and at most max_starts started in
+-- any window of length per. A limit is a row, so every node sees it and it
+-- survives restarts.
+--
+-- limit_usage holds what the limits count, one row per limited kind:
+-- running, the tasks of the kind that a claim started under the limit and
+-- whose outcome is not yet written (prefetched ones and a frozen node's
+-- included, until their outcome or a rescue), and starts, the times of the
+-- starts in the last window. Claims add to it and finishes and rescues take
+-- from it, in the statements that change the tasks, so no claim counts
+-- rows. A row outlives its limit while tasks it counted still run, so a
+-- limit set again counts them.
+--
+-- An idle head of a limited kind is parked: chain -1 instead of 0. That
+-- takes it out of heads_due, the index every claim scans, so a backlog
+-- held back by a limit costs the other kinds' claims nothing; parked heads
+-- are claimed from heads_limited, by kind, as the limit allows. A claimed
+-- parked head keeps chain -1 while it runs: that is how its finish knows
+-- it counts in limit_usage. Going back to idle (a retry, a release, a
+-- rescue) sets chain 0 again, and the next claim parks it again if its kind
+-- is still limited.
+
+-- +goose Up
+CREATE TABLE pgsched.kind_limits (
+    kind        text PRIMARY KEY,
+    max_running integer,
+    max_starts  integer,
+    per         interval,
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    CHECK (octet_length(kind) BETWEEN 1 AND 255),
+    CHECK (max_running IS NULL OR max_running >= 1),
+    CHECK (max_starts IS NULL OR max_starts BETWEEN 1 AND 10000),
+    CHECK ((max_starts IS NULL) = (per IS NULL)),
+    CHECK (per IS NULL OR per > interval '0'),
+    CHECK (max_running IS NOT NULL OR max_starts IS NOT NULL)
+);
+
+CREATE TABLE pgsched.limit_usage (
+    kind    text PRIMARY KEY,
+    running integer NOT NULL DEFAULT 0,
+    starts  timestamptz[] NOT NULL DEFAULT '{}'
+);
+
+ALTER TABLE pgsched.heads DROP CONSTRAINT heads_check1;
+ALTER TABLE pgsched.heads ADD CONSTRAINT heads_idle_chain CHECK (running OR chain IN (0, -1));
+CREATE INDEX heads_limited ON pgsched.heads (partition_id, kind, run_at) WHERE chain = -1 AND NOT paused;
+
+-- +goose Down
+UPDATE pgsched.heads SET chain = 0 WHERE chain = -1;
+DROP INDEX pgsched.heads_limited;
+ALTER TABLE pgsched.heads DROP CONSTRAINT heads_idle_chain;
+ALTER TABLE pgsched.heads ADD CONSTRAINT heads_check1 CHECK (running OR chain = 0);
+DROP TABLE pgsched.limit_usage;
+DROP TABLE pgsched.kind_limits;

@@ -1,0 +1,15 @@
+-- Limits per kind (pgsched.set_limit, clear_limit and the limits view).
+
+-- name: LimitSet :one
+SELECT pgsched.set_limit(sqlc.arg(kind)::text, max_running => sqlc.narg(max_running)::integer,
+                         max_starts => sqlc.narg(max_starts)::integer, per => sqlc.narg(per)::interval) AS fresh;
+
+-- name: LimitClear :one
+SELECT pgsched.clear_limit(sqlc.arg(kind)::text) AS cleared;
+
+-- name: LimitsList :many
+SELECT l.kind, l.max_running, l.running::integer AS running, l.max_starts,
+       coalesce(extract(epoch FROM l.per), 0)::float8 AS per_seconds, l.started_in_window::integer AS started_in_window,
+       l.waiting::bigint AS waiting, l.paused::boolean AS paused, l.updated_at
+FROM pgsched.limits l
+ORDER BY l.kind;

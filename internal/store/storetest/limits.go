@@ -1,0 +1,197 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsched/pgsched/internal/pgtest"
+	"github.com/pgsched/pgsched/internal/store"
+	"github.com/pgsched/pgsched/pgschedtype"
+)
+
+func limited(id string, at time.Time, uk string) store.NewTask {
+	nt := task(id, at, uk)
+	nt.Kind = "l"
+	return nt
+}
+
+func limitOf(t *testing.T, f Fixture, kind string) store.LimitInfo {
+	t.Helper()
+	ls, err := f.Store.Limits(ctx, f.Pool)
+	require.NoError(t, err)
+	for _, l := range ls {
+		if l.Kind == kind {
+			return l
+		}
+	}
+	t.Fatalf("no limit for kind %q in %+v", kind, ls)
+	return store.LimitInfo{}
+}
+
+func kinds(jobs []store.Claimed) map[string]int {
+	out := map[string]int{}
+	for _, j := range jobs {
+		out[j.Kind]++
+	}
+	return out
+}
+
+// limitsOnCitus: a distributed schema refuses a limit, with the reason,
+// rather than keep it loosely. It reports whether the schema is one.
+func limitsOnCitus(t *testing.T, f Fixture) bool {
+	if !pgtest.Citus() {
+		return false
+	}
+	_, err := f.Store.SetLimit(ctx, f.Pool, "l", store.Limit{MaxRunning: 1})
+	require.ErrorIs(t, err, store.ErrInvalid)
+	require.ErrorContains(t, err, "not available on a Citus-distributed schema")
+	return true
+}
+
+// limitMaxRunning: a kind limited to 2 runs at most 2 however many are
+// due and however much room a claim has; its other heads wait parked and
+// show in the view; a successor of its kind is not handed over; every way
+// a task stops running (completed, retry, rescue) frees its place; clearing
+// the limit lets the rest run as any kind.
+func limitMaxRunning(t *testing.T, f Fixture) {
+	if limitsOnCitus(t, f) {
+		return
+	}
+	at := time.Now().Add(-time.Second)
+	schedule(t, f, limited("l1", at, ""), limited("l2", at, ""), limited("l3", at, ""), limited("l4", at, ""),
+		limited("o", at, "1"), limited("o", at.Add(time.Millisecond), "2"), task("k1", at, ""), task("k2", at, ""))
+	fresh, err := f.Store.SetLimit(ctx, f.Pool, "l", store.Limit{MaxRunning: 2})
+	require.NoError(t, err)
+	require.True(t, fresh)
+	fresh, err = f.Store.SetLimit(ctx, f.Pool, "l", store.Limit{MaxRunning: 2})
+	require.NoError(t, err)
+	require.False(t, fresh, "replaced, not new")
+
+	e := node(t, f, "n")
+	jobs := claim(t, f, "n", e, 100)
+	require.Equal(t, map[string]int{"k": 2, "l": 2}, kinds(jobs), "room for 100, the limit for 2 of l")
+	require.Empty(t, claim(t, f, "n", e, 100), "l runs 2 already")
+	l := limitOf(t, f, "l")
+	require.Equal(t, 2, l.Running)
+	require.EqualValues(t, 3, l.Waiting, "5 of l are idle heads, 2 run; o's second is in the backlog")
+	due, err := f.Store.NextDue(ctx, f.Pool, all(f))
+	require.NoError(t, err)
+	require.Empty(t, due, "nothing a claim could take is due")
+
+	// A completion frees a place (and says a claim may find work).
+	var first store.Claimed
+	for _, j := range jobs {
+		if j.Kind == "l" {
+			first = j
+			break
+		}
+	}
+	done, err := f.Store.Finish(ctx, f.Pool, "n", e, []store.Outcome{outcome(first, pgschedtype.OutcomeCompleted)},
+		store.Handover{Max: 10, Partitions: all(f), Limit: 16})
+	require.NoError(t, err)
+	require.Empty(t, done.HandedOver, "a limited kind's successor waits for a claim")
+	require.Positive(t, done.Claimable)
+	require.Equal(t, 1, limitOf(t, f, "l").Running)
+	due, err = f.Store.NextDue(ctx, f.Pool, all(f))
+	require.NoError(t, err)
+	require.NotEmpty(t, due, "room again: due")
+	again := claim(t, f, "n", e, 100)
+	require.Equal(t, map[string]int{"l": 1}, kinds(again))
+	require.Equal(t, 2, limitOf(t, f, "l").Running)
+
+	// A retry frees its place and the task waits again.
+	done, err = f.Store.Finish(ctx, f.Pool, "n", e, []store.Outcome{
+		{Partition: again[0].Partition, OrderingID: again[0].OrderingID, ID: again[0].ID, ClaimedAt: again[0].ClaimedAt,
+			Outcome: pgschedtype.OutcomeRetry, RetryIn: time.Hour, Error: "later"}}, store.Handover{})
+	require.NoError(t, err)
+	require.Len(t, done.Applied, 1)
+	require.Equal(t, 1, limitOf(t, f, "l").Running)
+
+	// A rescue of a dead node's tasks frees their places.
+	require.Len(t, claim(t, f, "n", e, 100), 1)
+	require.Equal(t, 2, limitOf(t, f, "l").Running)
+	expire(t, f, "n", time.Second)
+	_, err = f.Store.RescueExpired(ctx, f.Pool, nil)
+	require.NoError(t, err)
+	require.Zero(t, limitOf(t, f, "l").Running, "the rescued tasks run no more")
+
+	// Cleared: every due task of the kind is claimed as any other.
+	was, err := f.Store.ClearLimit(ctx, f.Pool, "l")
+	require.NoError(t, err)
+	require.True(t, was)
+	was, err = f.Store.ClearLimit(ctx, f.Pool, "l")
+	require.NoError(t, err)
+	require.False(t, was)
+	ls, err := f.Store.Limits(ctx, f.Pool)
+	require.NoError(t, err)
+	require.Empty(t, ls)
+	require.Zero(t, count(t, f, "SELECT count(*) FROM {s}.heads WHERE chain = -1"), "nothing parked")
+	dueHeads := count(t, f, "SELECT count(*) FROM {s}.heads WHERE kind = 'l' AND NOT running AND run_at <= now()")
+	require.GreaterOrEqual(t, dueHeads, 3, "4 of l are pending, one waits an hour")
+	e2 := node(t, f, "n2")
+	require.Equal(t, map[string]int{"l": dueHeads, "k": 2}, kinds(claim(t, f, "n2", e2, 100)),
+		"every due head of l, and k1, k2 rescued")
+}
+
+// limitMaxStarts: a kind limited to 3 starts an hour starts 3, then none
+// however many finish; the view counts the window; the due read tells
+// when the window lets the next one start.
+func limitMaxStarts(t *testing.T, f Fixture) {
+	if limitsOnCitus(t, f) {
+		return
+	}
+	at := time.Now().Add(-time.Second)
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		schedule(t, f, limited(id, at, ""))
+	}
+	_, err := f.Store.SetLimit(ctx, f.Pool, "l", store.Limit{MaxStarts: 3, Per: time.Hour})
+	require.NoError(t, err)
+	e := node(t, f, "n")
+	jobs := claim(t, f, "n", e, 100)
+	require.Len(t, jobs, 3)
+	var outs []store.Outcome
+	for _, j := range jobs {
+		outs = append(outs, outcome(j, pgschedtype.OutcomeCompleted))
+	}
+	_, err = f.Store.Finish(ctx, f.Pool, "n", e, outs, store.Handover{})
+	require.NoError(t, err)
+	require.Empty(t, claim(t, f, "n", e, 100), "3 started this hour")
+	l := limitOf(t, f, "l")
+	require.Equal(t, store.Limit{MaxStarts: 3, Per: time.Hour}, l.Limit)
+	require.Equal(t, 3, l.StartedInWindow)
+	require.Zero(t, l.Running)
+	require.EqualValues(t, 2, l.Waiting)
+	due, err := f.Store.NextDue(ctx, f.Pool, all(f))
+	require.NoError(t, err)
+	require.NotEmpty(t, due)
+	require.InDelta(t, time.Hour.Seconds(), due[0].DueIn.Seconds(), 60, "due when the first start leaves the window")
+}
+
+// limitBadInput: each bad argument is refused with what is wrong, and
+// nothing is written.
+func limitBadInput(t *testing.T, f Fixture) {
+	for _, c := range []struct {
+		kind string
+		l    store.Limit
+		want string
+	}{
+		{"", store.Limit{MaxRunning: 1}, "kind is required"},
+		{"k", store.Limit{}, "needs max_running, or max_starts with per"},
+		{"k", store.Limit{MaxRunning: -1}, "max_running must be at least 1"},
+		{"k", store.Limit{MaxStarts: 3}, "max_starts and per go together"},
+		{"k", store.Limit{MaxStarts: 20000, Per: time.Second}, "max_starts must be from 1 to 10000"},
+		{"k", store.Limit{MaxStarts: 1, Per: -time.Second}, "per must be positive"},
+		{"k", store.Limit{MaxStarts: 1, Per: 48 * time.Hour}, "per must be at most a day"},
+	} {
+		_, err := f.Store.SetLimit(ctx, f.Pool, c.kind, c.l)
+		require.ErrorIs(t, err, store.ErrInvalid, "%+v", c)
+		if !pgtest.Citus() {
+			require.ErrorContains(t, err, c.want)
+		}
+	}
+	_, err := f.Store.ClearLimit(ctx, f.Pool, "")
+	require.ErrorIs(t, err, store.ErrInvalid)
+	require.Zero(t, count(t, f, "SELECT count(*) FROM {s}.kind_limits"))
+}
