@@ -3,6 +3,7 @@ package pgsched
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/pgsched/pgsched/internal/store"
@@ -55,11 +56,11 @@ func (l Limit) check(kind string) error {
 	case l.MaxStarts < 0 || l.MaxStarts > 10000:
 		reason = fmt.Sprintf("max_starts must be from 1 to 10000, got %d", l.MaxStarts)
 	case l.Per < 0:
-		reason = fmt.Sprintf("per must be positive, got %s", l.Per)
+		reason = fmt.Sprintf("per must be positive, got %s seconds", seconds(l.Per))
 	case l.Per > 24*time.Hour:
-		reason = fmt.Sprintf("per must be at most a day, got %s", l.Per)
+		reason = fmt.Sprintf("per must be at most a day, got %s seconds", seconds(l.Per))
 	case l.Per != 0 && l.Per < time.Microsecond:
-		reason = fmt.Sprintf("per must be at least a microsecond, got %s", l.Per)
+		reason = fmt.Sprintf("per must be at least a microsecond, got %s seconds", seconds(l.Per))
 	default:
 		if err := validateText(-1, "kind", kind); err != nil {
 			return err
@@ -113,3 +114,7 @@ func (c *Client) Limits(ctx context.Context) ([]LimitInfo, error) {
 	}
 	return out, nil
 }
+
+// seconds formats d as pgsched.limit_error does an interval: seconds,
+// no trailing zeros.
+func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }

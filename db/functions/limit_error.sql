@@ -12,7 +12,7 @@ SELECT CASE
     WHEN p_max_running < 1 THEN format('pgsched: max_running must be at least 1, got %s', p_max_running)
     WHEN (p_max_starts IS NULL) <> (p_per IS NULL) THEN 'pgsched: max_starts and per go together'
     WHEN p_max_starts < 1 OR p_max_starts > 10000 THEN format('pgsched: max_starts must be from 1 to 10000, got %s', p_max_starts)
-    WHEN p_per <= interval '0' THEN format('pgsched: per must be positive, got %s', p_per)
-    WHEN p_per > interval '1 day' THEN format('pgsched: per must be at most a day, got %s', p_per)
+    WHEN p_per <= interval '0' THEN format('pgsched: per must be positive, got %s seconds', trim_scale(extract(epoch FROM p_per)))
+    WHEN p_per > interval '1 day' THEN format('pgsched: per must be at most a day, got %s seconds', trim_scale(extract(epoch FROM p_per)))
 END
 $$;

@@ -1,0 +1,101 @@
+package pgsched_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/pgsched/pgsched"
+)
+
+// TestLimitMaxStartsInEveryWindow: a kind limited to 10 starts a second,
+// run by two workers with room for 20 each: in no second (any window of
+// one second, by the database's clock of each start, the claim that
+// granted it) do more than 10 start, and 60 tasks take about 5 seconds
+// (printed).
+func TestLimitMaxStartsInEveryWindow(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	_, err := b.client.SetLimit(ctx, "paced", pgsched.Limit{MaxStarts: 10, Per: time.Second})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var starts []time.Time
+	handler := pgsched.HandlerFunc(func(_ context.Context, job *pgsched.Job) error {
+		mu.Lock()
+		starts = append(starts, job.ClaimedAt)
+		mu.Unlock()
+		return nil
+	})
+	for i := range 2 {
+		cfg := fastConfig(b.db.Schema)
+		cfg.NodeID = fmt.Sprint("paced-", i)
+		cfg.Concurrency = 20
+		cfg.Handlers = map[string]pgsched.Handler{"paced": handler}
+		startWorker(t, b.db, cfg)
+	}
+	tasks := make([]pgsched.Task, 60)
+	for i := range tasks {
+		tasks[i] = pgsched.Task{OrderingID: fmt.Sprint("p-", i), ScheduledAt: time.Now(), Kind: "paced"}
+	}
+	began := time.Now()
+	_, err = b.client.ScheduleMany(ctx, tasks)
+	require.NoError(t, err)
+	waitDrained(t, b, time.Minute)
+	t.Logf("60 tasks at 10 a second in %s", time.Since(began).Round(10*time.Millisecond))
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, starts, 60)
+	slices.SortFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	for i, s := range starts {
+		in := 0
+		for _, o := range starts[i:] {
+			if o.Sub(s) < time.Second {
+				in++
+			}
+		}
+		require.LessOrEqual(t, in, 10, "starts in the second from %s", s)
+	}
+	require.GreaterOrEqual(t, starts[59].Sub(starts[0]), 5*time.Second, "60 starts at 10 a second span at least 5 s")
+}
+
+// TestLimitBadInputSameFromGoAndSQL: every bad limit is refused, with the
+// same reason from the Go client (before any round trip) and from
+// pgsched.set_limit, and nothing is written.
+func TestLimitBadInputSameFromGoAndSQL(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	for _, c := range []struct {
+		kind string
+		l    pgsched.Limit
+		sql  string
+	}{
+		{"", pgsched.Limit{MaxRunning: 1}, "'', max_running => 1"},
+		{"k", pgsched.Limit{}, "'k'"},
+		{"k", pgsched.Limit{MaxRunning: -2}, "'k', max_running => -2"},
+		{"k", pgsched.Limit{MaxStarts: 5}, "'k', max_starts => 5"},
+		{"k", pgsched.Limit{Per: time.Second}, "'k', per => '1 second'"},
+		{"k", pgsched.Limit{MaxStarts: 10001, Per: time.Second}, "'k', max_starts => 10001, per => '1 second'"},
+		{"k", pgsched.Limit{MaxStarts: 1, Per: 25 * time.Hour}, "'k', max_starts => 1, per => '25 hours'"},
+		{"k", pgsched.Limit{MaxStarts: 1, Per: -1500 * time.Millisecond}, "'k', max_starts => 1, per => '-1.5 seconds'"},
+		{strings.Repeat("k", 256), pgsched.Limit{MaxRunning: 1}, "repeat('k', 256), max_running => 1"},
+	} {
+		_, goErr := b.client.SetLimit(ctx, c.kind, c.l)
+		require.ErrorIs(t, goErr, pgsched.ErrInvalidTask, c.sql)
+		_, sqlErr := b.db.Pool.Exec(ctx, "SELECT "+b.db.Schema+".set_limit("+c.sql+")")
+		require.Error(t, sqlErr, c.sql)
+		reason := goErr.Error()[strings.LastIndex(goErr.Error(), ": ")+2:]
+		require.Contains(t, sqlErr.Error(), reason, "the same words from SQL as from Go")
+	}
+	ls, err := b.client.Limits(ctx)
+	require.NoError(t, err)
+	require.Empty(t, ls, "nothing written")
+}
