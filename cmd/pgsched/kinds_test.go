@@ -140,3 +140,37 @@ func TestStatusIdle(t *testing.T) {
 	require.EqualValues(t, 1, *st.Kinds[0].Due)
 	require.True(t, strings.HasPrefix(b.ok(t, "kinds", "list"), "KIND"))
 }
+
+// TestLimitsSetListClear: limits set limits a kind (a bad limit exits 2,
+// as a usage error, with the reason), limits list shows it, limits clear
+// removes it.
+func TestLimitsSetListClear(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.Equal(t, "limited kind mail\n", b.ok(t, "limits", "set", "-max-running", "2", "mail"))
+	require.Equal(t, "changed the limit of kind mail\n", b.ok(t, "limits", "set", "-max-running", "2", "-max-starts", "5", "-per", "1s", "mail"))
+	r := b.cli(t, "limits", "set", "-max-starts", "5", "mail")
+	require.Equal(t, exitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "max_starts and per go together")
+
+	out := b.ok(t, "limits", "list")
+	require.Contains(t, out, "KIND")
+	require.Regexp(t, `mail\s+2\s+0\s+5 per 1s\s+0\s+0\s+no`, out)
+	var rows []struct {
+		Kind       string   `json:"kind"`
+		MaxRunning *int     `json:"max_running"`
+		MaxStarts  *int     `json:"max_starts"`
+		PerSeconds *float64 `json:"per_seconds"`
+		Running    int      `json:"running"`
+	}
+	b.okJSON(t, &rows, "limits", "list")
+	require.Len(t, rows, 1)
+	require.Equal(t, 2, *rows[0].MaxRunning)
+	require.Equal(t, 5, *rows[0].MaxStarts)
+	require.InDelta(t, 1, *rows[0].PerSeconds, 1e-9)
+
+	require.Equal(t, "cleared the limit of kind mail\n", b.ok(t, "limits", "clear", "mail"))
+	require.Equal(t, "kind mail had no limit\n", b.ok(t, "limits", "clear", "mail"))
+	b.okJSON(t, &rows, "limits", "list")
+	require.Empty(t, rows)
+}

@@ -20,20 +20,21 @@ BEGIN
         RETURN -1;
     END IF;
     DELETE FROM pgsched.kind_counts;
-    INSERT INTO pgsched.kind_counts (kind, pending, due, running, dead, oldest_due_at)
-    SELECT c.kind, sum(c.pending), sum(c.due), sum(c.running), sum(c.dead), min(c.oldest_due_at)
+    INSERT INTO pgsched.kind_counts (kind, pending, due, running, dead, oldest_due_at, held)
+    SELECT c.kind, sum(c.pending), sum(c.due), sum(c.running), sum(c.dead), min(c.oldest_due_at), sum(c.held)
     FROM (
         SELECT h.kind, count(*) FILTER (WHERE NOT h.running) AS pending,
                count(*) FILTER (WHERE NOT h.running AND h.run_at <= now()) AS due,
                count(*) FILTER (WHERE h.running) AS running, 0::bigint AS dead,
-               min(h.run_at) FILTER (WHERE NOT h.running AND h.run_at <= now()) AS oldest_due_at
+               min(h.run_at) FILTER (WHERE NOT h.running AND h.run_at <= now()) AS oldest_due_at,
+               count(*) FILTER (WHERE NOT h.running AND h.chain = -1) AS held
         FROM pgsched.heads h GROUP BY h.kind
         UNION ALL
         SELECT b.kind, count(*), count(*) FILTER (WHERE b.run_at <= now()), 0, 0,
-               min(b.run_at) FILTER (WHERE b.run_at <= now())
+               min(b.run_at) FILTER (WHERE b.run_at <= now()), 0
         FROM pgsched.backlog b GROUP BY b.kind
         UNION ALL
-        SELECT d.kind, 0, 0, 0, count(*), NULL
+        SELECT d.kind, 0, 0, 0, count(*), NULL, 0
         FROM pgsched.dead_tasks d GROUP BY d.kind
     ) c
     GROUP BY c.kind;

@@ -46,7 +46,11 @@ ALTER TABLE pgsched.heads DROP CONSTRAINT heads_check1;
 ALTER TABLE pgsched.heads ADD CONSTRAINT heads_idle_chain CHECK (running OR chain IN (0, -1));
 CREATE INDEX heads_limited ON pgsched.heads (partition_id, kind, run_at) WHERE chain = -1 AND NOT paused;
 
+-- The leader's count per kind tells how many pending tasks wait parked.
+ALTER TABLE pgsched.kind_counts ADD COLUMN held bigint NOT NULL DEFAULT 0;
+
 -- +goose Down
+ALTER TABLE pgsched.kind_counts DROP COLUMN held;
 UPDATE pgsched.heads SET chain = 0 WHERE chain = -1;
 DROP INDEX pgsched.heads_limited;
 ALTER TABLE pgsched.heads DROP CONSTRAINT heads_idle_chain;

@@ -25,7 +25,8 @@ SELECT pgsched.count_kinds() AS kinds;
 -- was due.
 -- name: KindsCounted :many
 SELECT c.kind, c.pending, c.due, c.running, c.dead,
-       coalesce(extract(epoch FROM (SELECT k.counted_at FROM pgsched.kind_counted k) - c.oldest_due_at), 0)::float8 AS oldest_due_seconds
+       coalesce(extract(epoch FROM (SELECT k.counted_at FROM pgsched.kind_counted k) - c.oldest_due_at), 0)::float8 AS oldest_due_seconds,
+       c.held
 FROM pgsched.kind_counts c
 ORDER BY c.kind;
 

@@ -148,6 +148,7 @@ type PgschedKind struct {
 	CountedAt    time.Time
 	OldestDueAt  *time.Time
 	OldestDueAge int32
+	Held         int64
 }
 
 type PgschedKindCount struct {
@@ -157,6 +158,7 @@ type PgschedKindCount struct {
 	Running     int64
 	Dead        int64
 	OldestDueAt *time.Time
+	Held        int64
 }
 
 type PgschedKindCounted struct {

@@ -23,7 +23,8 @@ func (q *Queries) CountKinds(ctx context.Context, db DBTX) (int32, error) {
 
 const kindsCounted = `-- name: KindsCounted :many
 SELECT c.kind, c.pending, c.due, c.running, c.dead,
-       coalesce(extract(epoch FROM (SELECT k.counted_at FROM pgsched.kind_counted k) - c.oldest_due_at), 0)::float8 AS oldest_due_seconds
+       coalesce(extract(epoch FROM (SELECT k.counted_at FROM pgsched.kind_counted k) - c.oldest_due_at), 0)::float8 AS oldest_due_seconds,
+       c.held
 FROM pgsched.kind_counts c
 ORDER BY c.kind
 `
@@ -35,6 +36,7 @@ type KindsCountedRow struct {
 	Running          int64
 	Dead             int64
 	OldestDueSeconds float64
+	Held             int64
 }
 
 // KindsCounted is the leader's last count per kind (the per-kind gauges),
@@ -56,6 +58,7 @@ func (q *Queries) KindsCounted(ctx context.Context, db DBTX) ([]KindsCountedRow,
 			&i.Running,
 			&i.Dead,
 			&i.OldestDueSeconds,
+			&i.Held,
 		); err != nil {
 			return nil, err
 		}

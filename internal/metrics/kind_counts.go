@@ -7,12 +7,14 @@ import (
 )
 
 // KindCount is one kind's tasks as the leader last counted them: pending
-// (of those, due), running and dead, and how long the oldest due task had
-// waited past its time, in seconds (0 when none was due).
+// (of those, due), running and dead, how long the oldest due task had
+// waited past its time, in seconds (0 when none was due), and how many
+// pending ones a limit holds back.
 type KindCount struct {
 	Kind                        string
 	Pending, Due, Running, Dead int64
 	OldestDueSeconds            float64
+	Held                        int64
 }
 
 // KindCounts exports the leader's last count per kind: the queue depth
@@ -31,7 +33,7 @@ func newKindCounts(kinds *Kinds) *KindCounts {
 	return &KindCounts{
 		kinds: kinds,
 		tasks: prometheus.NewDesc("pgsched_kind_tasks",
-			"Tasks in the whole schema by kind and state (pending, due: pending and past their time, running, dead), as the leader last counted them (every CountInterval); the same on every node."+kindHelp,
+			"Tasks in the whole schema by kind and state (pending, due: pending and past their time, running, dead, held: pending and held back by the kind's limit), as the leader last counted them (every CountInterval); the same on every node."+kindHelp,
 			[]string{"kind", "state"}, nil),
 		oldest: prometheus.NewDesc("pgsched_kind_oldest_due_seconds",
 			"How long the kind's oldest due task had waited past its scheduled time when the leader last counted (0: none due); the kind's wait. The same on every node."+kindHelp,
@@ -57,6 +59,7 @@ func (k *KindCounts) Set(counts []KindCount) {
 		o.Due += c.Due
 		o.Running += c.Running
 		o.Dead += c.Dead
+		o.Held += c.Held
 		o.OldestDueSeconds = max(o.OldestDueSeconds, c.OldestDueSeconds)
 	}
 	k.last.Store(&out)
@@ -78,7 +81,7 @@ func (k *KindCounts) Collect(ch chan<- prometheus.Metric) {
 		for _, s := range []struct {
 			state string
 			n     int64
-		}{{"pending", c.Pending}, {"due", c.Due}, {"running", c.Running}, {"dead", c.Dead}} {
+		}{{"pending", c.Pending}, {"due", c.Due}, {"running", c.Running}, {"dead", c.Dead}, {"held", c.Held}} {
 			ch <- prometheus.MustNewConstMetric(k.tasks, prometheus.GaugeValue, float64(s.n), c.Kind, s.state)
 		}
 		ch <- prometheus.MustNewConstMetric(k.oldest, prometheus.GaugeValue, c.OldestDueSeconds, c.Kind)

@@ -79,6 +79,17 @@ func limitMaxRunning(t *testing.T, f Fixture) {
 	due, err := f.Store.NextDue(ctx, f.Pool, all(f))
 	require.NoError(t, err)
 	require.Empty(t, due, "nothing a claim could take is due")
+	_, err = f.Store.CountKinds(ctx, f.Pool)
+	require.NoError(t, err)
+	counted, err := f.Store.KindsCounted(ctx, f.Pool)
+	require.NoError(t, err)
+	for _, c := range counted {
+		if c.Kind == "l" {
+			require.EqualValues(t, 3, c.Held, "the leader's count shows the parked heads")
+		} else {
+			require.Zero(t, c.Held)
+		}
+	}
 
 	// A completion frees a place (and says a claim may find work).
 	var first store.Claimed
