@@ -259,7 +259,14 @@ func (c *console) overview(w http.ResponseWriter, r *http.Request) {
 
 func (c *console) kinds(w http.ResponseWriter, r *http.Request) {
 	data := map[string]any{}
-	err := c.read(r, func(ctx context.Context, db store.DBTX) error { return c.kindData(ctx, db, data) })
+	err := c.read(r, func(ctx context.Context, db store.DBTX) error {
+		limits, err := c.store.Limits(ctx, db)
+		if err != nil {
+			return err
+		}
+		data["Limits"] = limits
+		return c.kindData(ctx, db, data)
+	})
 	c.render(w, r, "kinds", "Kinds", data, err)
 }
 

@@ -17,7 +17,7 @@ ORDER BY p.partition_id;
 -- counting on every page view would read every task.
 -- name: ConsoleKinds :many
 SELECT k.kind::text AS kind, k.pending::bigint AS pending, k.due::bigint AS due, k.running::bigint AS running,
-       k.dead::bigint AS dead, k.paused::boolean AS paused
+       k.dead::bigint AS dead, k.paused::boolean AS paused, k.held::bigint AS held
 FROM pgsched.kinds k
 ORDER BY k.kind;
 

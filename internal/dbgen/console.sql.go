@@ -142,7 +142,7 @@ func (q *Queries) ConsoleDeadTask(ctx context.Context, db DBTX, id int64) ([]Con
 
 const consoleKinds = `-- name: ConsoleKinds :many
 SELECT k.kind::text AS kind, k.pending::bigint AS pending, k.due::bigint AS due, k.running::bigint AS running,
-       k.dead::bigint AS dead, k.paused::boolean AS paused
+       k.dead::bigint AS dead, k.paused::boolean AS paused, k.held::bigint AS held
 FROM pgsched.kinds k
 ORDER BY k.kind
 `
@@ -154,6 +154,7 @@ type ConsoleKindsRow struct {
 	Running int64
 	Dead    int64
 	Paused  bool
+	Held    int64
 }
 
 // ConsoleKinds reads the leader's last count per kind (the kinds view):
@@ -174,6 +175,7 @@ func (q *Queries) ConsoleKinds(ctx context.Context, db DBTX) ([]ConsoleKindsRow,
 			&i.Running,
 			&i.Dead,
 			&i.Paused,
+			&i.Held,
 		); err != nil {
 			return nil, err
 		}
