@@ -58,7 +58,8 @@ BEGIN
             SELECT limited || coalesce(array_agg(h.kind), '{}') INTO limited
             FROM unnest(q.o) AS b(o) JOIN pgsched.heads h ON h.partition_id = q.p AND h.ordering_id = b.o
             WHERE h.running AND h.chain = -1
-              AND NOT EXISTS (SELECT 1 FROM pgsched.nodes x WHERE x.node_id = h.node_id AND x.epoch = h.epoch AND x.lease_expires_at >= t_now);
+              AND NOT EXISTS (SELECT 1 FROM pgsched.nodes live
+                              WHERE live.node_id = h.node_id AND live.epoch = h.epoch AND live.lease_expires_at >= t_now);
         END IF;
         WITH back AS (
             UPDATE pgsched.heads h
