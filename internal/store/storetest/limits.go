@@ -60,8 +60,9 @@ func limitMaxRunning(t *testing.T, f Fixture) {
 		return
 	}
 	at := time.Now().Add(-time.Second)
+	// o's two tasks are the earliest: the first claim of the kind takes o/1.
 	schedule(t, f, limited("l1", at, ""), limited("l2", at, ""), limited("l3", at, ""), limited("l4", at, ""),
-		limited("o", at, "1"), limited("o", at.Add(time.Millisecond), "2"), task("k1", at, ""), task("k2", at, ""))
+		limited("o", at.Add(-2*time.Second), "1"), limited("o", at.Add(-time.Second), "2"), task("k1", at, ""), task("k2", at, ""))
 	fresh, err := f.Store.SetLimit(ctx, f.Pool, "l", store.Limit{MaxRunning: 2})
 	require.NoError(t, err)
 	require.True(t, fresh)
@@ -70,13 +71,21 @@ func limitMaxRunning(t *testing.T, f Fixture) {
 	require.False(t, fresh, "replaced, not new")
 
 	e := node(t, f, "n")
-	jobs := claim(t, f, "n", e, 100)
+	// As a node claims: the most overdue partitions first.
+	due, err := f.Store.NextDue(ctx, f.Pool, all(f))
+	require.NoError(t, err)
+	parts := make([]int32, len(due))
+	for i, d := range due {
+		parts[i] = int32(d.Partition)
+	}
+	jobs, err := f.Store.Claim(ctx, f.Pool, "n", e, parts, 100, 0)
+	require.NoError(t, err)
 	require.Equal(t, map[string]int{"k": 2, "l": 2}, kinds(jobs), "room for 100, the limit for 2 of l")
 	require.Empty(t, claim(t, f, "n", e, 100), "l runs 2 already")
 	l := limitOf(t, f, "l")
 	require.Equal(t, 2, l.Running)
 	require.EqualValues(t, 3, l.Waiting, "5 of l are idle heads, 2 run; o's second is in the backlog")
-	due, err := f.Store.NextDue(ctx, f.Pool, all(f))
+	due, err = f.Store.NextDue(ctx, f.Pool, all(f))
 	require.NoError(t, err)
 	require.Empty(t, due, "nothing a claim could take is due")
 	_, err = f.Store.CountKinds(ctx, f.Pool)
@@ -91,14 +100,15 @@ func limitMaxRunning(t *testing.T, f Fixture) {
 		}
 	}
 
-	// A completion frees a place (and says a claim may find work).
+	// A completion frees a place (and says a claim may find work); the
+	// successor of o/1, due, is not handed over.
 	var first store.Claimed
 	for _, j := range jobs {
-		if j.Kind == "l" {
+		if j.OrderingID == "o" {
 			first = j
-			break
 		}
 	}
+	require.Equal(t, "1", first.UniquenessKey, "o/1 was claimed")
 	done, err := f.Store.Finish(ctx, f.Pool, "n", e, []store.Outcome{outcome(first, pgschedtype.OutcomeCompleted)},
 		store.Handover{Max: 10, Partitions: all(f), Limit: 16})
 	require.NoError(t, err)
