@@ -27,6 +27,7 @@ DECLARE
     limited text[];
     pass    integer;
     want    integer;
+    todo    integer[];
     taken   pgsched.heads[];
     n_parked integer;
     n_seen  integer;
@@ -43,7 +44,14 @@ BEGIN
             left_ := left_ - got;
         END LOOP;
         EXIT WHEN pass = 2;
-        FOREACH p IN ARRAY coalesce(p_partitions, '{}') LOOP
+        -- The partitions due may be due for parked heads alone: one
+        -- statement finds those with heads to claim or park, so the loop
+        -- below runs a statement only where there is work.
+        SELECT coalesce(array_agg(x.p ORDER BY x.i), '{}') INTO todo
+        FROM unnest(p_partitions) WITH ORDINALITY AS x(p, i)
+        WHERE EXISTS (SELECT 1 FROM pgsched.heads h
+                      WHERE h.partition_id = x.p AND h.chain = 0 AND NOT h.paused AND NOT h.running AND h.run_at <= p_horizon);
+        FOREACH p IN ARRAY todo LOOP
             LOOP
                 EXIT WHEN left_ <= 0;
                 want := left_;
@@ -76,7 +84,10 @@ BEGIN
                 -- Heads parked took places in the LIMIT without being
                 -- claimed: while they filled it, the partition may hold
                 -- more due heads.
-                EXIT WHEN n_parked = 0 OR n_seen < want;
+                -- Parking is bounded per call, so a first claim after a
+                -- limit is set does not park a whole backlog in one
+                -- transaction; the next claims park the rest.
+                EXIT WHEN n_parked = 0 OR n_seen < want OR parked >= 10000;
             END LOOP;
         END LOOP;
     END LOOP;

@@ -1,12 +1,13 @@
 -- claim_limited_kind claims, for claim_limited, up to p_max parked heads
--- (chain -1) of one limited kind from the given partitions, in the order
--- given, as many as the kind's limit has room for, and counts them in
+-- (chain -1) of one limited kind from the given partitions, earliest
+-- first, as many as the kind's limit has room for, and counts them in
 -- limit_usage: running, and for a rate their start, the database's clock
 -- when the room was granted (also their claimed_at). The usage row stays
 -- locked until the claim commits, so claims of the kind on every node take
 -- turns and none sees room another has taken; a kind at its limit is seen
--- so without a lock. Claimed heads keep chain -1, which tells their finish
--- to count them out again.
+-- so without a lock. Claimed heads get chain -2: out of heads_limited, so
+-- no scan of parked heads wades through running ones, and marked for their
+-- finish (or rescue) to count them out again.
 CREATE OR REPLACE FUNCTION pgsched.claim_limited_kind(p_node_id text, p_epoch bigint, p_partitions integer[], p_max integer,
                                            p_horizon timestamptz, p_limit pgsched.kind_limits)
 RETURNS SETOF pgsched.heads
@@ -17,8 +18,6 @@ SET enable_bitmapscan = off
 SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
-    p       integer;
-    got     integer;
     took    integer := 0;
     room    integer;
     u       pgsched.limit_usage;
@@ -33,27 +32,31 @@ BEGIN
     SELECT * INTO u FROM pgsched.limit_usage x WHERE x.kind = p_limit.kind FOR UPDATE;
     t_grant := clock_timestamp();
     room := least(p_max, pgsched.limit_room(p_limit, u, t_grant));
-    FOREACH p IN ARRAY coalesce(p_partitions, '{}') LOOP
-        EXIT WHEN took >= room;
-        RETURN QUERY
-        WITH q AS (
-            SELECT h.ctid AS tid FROM pgsched.heads h
-            WHERE h.partition_id = p AND h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind
-              AND NOT h.running AND h.run_at <= p_horizon
-              AND EXISTS (SELECT 1 FROM pgsched.nodes n
-                          WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
-                            AND n.timeline IN (0, pgsched.timeline()))
-            ORDER BY h.run_at
-            LIMIT room - took
-            FOR UPDATE SKIP LOCKED
-        )
-        UPDATE pgsched.heads h
-        SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant
-        WHERE h.partition_id = p AND h.ctid = ANY (ARRAY(SELECT q.tid FROM q)) AND NOT h.running
-        RETURNING h.*;
-        GET DIAGNOSTICS got = ROW_COUNT;
-        took := took + got;
-    END LOOP;
+    IF room <= 0 THEN
+        RETURN;
+    END IF;
+    -- One statement across the node's partitions (limits are refused on
+    -- Citus, where a locking statement must name one): the kind's earliest
+    -- parked heads (heads_limited_kind), updated by key.
+    RETURN QUERY
+    WITH q AS (
+        SELECT h.partition_id, h.ordering_id FROM pgsched.heads h
+        WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND h.partition_id = ANY (p_partitions)
+          AND NOT h.running AND h.run_at <= p_horizon
+          AND EXISTS (SELECT 1 FROM pgsched.nodes n
+                      WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
+                        AND n.timeline IN (0, pgsched.timeline()))
+        ORDER BY h.run_at
+        LIMIT room
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE pgsched.heads h
+    SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
+        chain = -2
+    FROM q
+    WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
+    RETURNING h.*;
+    GET DIAGNOSTICS took = ROW_COUNT;
     IF took > 0 THEN
         UPDATE pgsched.limit_usage x
         SET running = x.running + took,

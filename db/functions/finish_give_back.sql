@@ -35,7 +35,7 @@ BEGIN
         SELECT array_agg(h.kind) INTO limited
         FROM unnest(partition_ids, ordering_ids, task_ids, claimed_ats, outcomes) AS b(p, o, id, ca, outcome)
         JOIN pgsched.heads h ON h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
-        WHERE h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND h.chain = -1
+        WHERE h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND h.chain = -2
           AND b.outcome IN ('retry', 'release', 'snooze');
     END IF;
     -- Retry times computed apart: Citus refuses a STABLE function over a

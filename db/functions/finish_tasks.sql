@@ -119,7 +119,7 @@ BEGIN
                m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at,
                cardinality(m.rest_tids) > 0 OR m.more_after,
                m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
-               CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
+               CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN greatest(m.prev_chain, 0) + 1 ELSE 0 END,
                CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_tids END,
                CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after, m.tick, m.traceparent
         FROM moved m
@@ -130,7 +130,7 @@ BEGIN
            array_agg(g.chain) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
            array_agg(g.id), count(*) FILTER (WHERE g.backlog AND cardinality(g.next_tids) > 0),
            (SELECT count(*) FROM ins), (SELECT array_agg(x::pgsched.heads) FROM ins x WHERE x.running),
-           array_agg(g.kind) FILTER (WHERE g.chain = -1)
+           array_agg(g.kind) FILTER (WHERE g.chain = -2)
     INTO gone_p, gone_o, gone_c, gone_id, known_n, moved_n, fast, gone_lk FROM gone g;
     IF fast IS NOT NULL THEN
         RETURN QUERY
@@ -187,7 +187,7 @@ BEGIN
             SELECT m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
                    m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at, m.more,
                    m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
-                   CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
+                   CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN greatest(m.prev_chain, 0) + 1 ELSE 0 END,
                    m.next_tids, m.next_ids, m.next_more, m.tick, m.traceparent
             FROM moved m
             RETURNING h.partition_id, h.id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.kind, h.payload,

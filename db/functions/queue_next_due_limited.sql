@@ -10,26 +10,31 @@ LANGUAGE plpgsql STABLE
 SET jit = off
 AS $$
 #variable_conflict use_column
+DECLARE
+    kinds text[];
+    ready timestamptz[];
 BEGIN
-    RETURN QUERY
-    WITH ready AS (
+    -- Once per call: which limited kinds could start a task, from when.
+    SELECT coalesce(array_agg(r.kind), '{}'), coalesce(array_agg(r.ready_at), '{}') INTO kinds, ready
+    FROM (
         SELECT l.kind, pgsched.limit_ready_at(l, u, now()) AS ready_at
         FROM pgsched.kind_limits l LEFT JOIN pgsched.limit_usage u ON u.kind = l.kind
         WHERE NOT EXISTS (SELECT 1 FROM pgsched.paused_kinds k WHERE k.kind = l.kind)
-    )
+    ) r
+    WHERE r.ready_at IS NOT NULL;
+    RETURN QUERY
     SELECT n.partition_id::integer, extract(epoch FROM n.next_at - now())::float8
     FROM (
         SELECT p.partition_id,
                least((SELECT min(h.run_at) FROM pgsched.heads h
                       WHERE h.partition_id = p.partition_id AND h.chain = 0 AND NOT h.paused AND NOT h.running),
                      (SELECT min(greatest(r.ready_at, m.run_at))
-                      FROM ready r
+                      FROM unnest(kinds, ready) AS r(kind, ready_at)
                       CROSS JOIN LATERAL (
                           SELECT min(h.run_at) AS run_at FROM pgsched.heads h
                           WHERE h.partition_id = p.partition_id AND h.chain = -1 AND NOT h.paused AND h.kind = r.kind
-                            AND NOT h.running
                       ) m
-                      WHERE r.ready_at IS NOT NULL AND m.run_at IS NOT NULL)) AS next_at
+                      WHERE m.run_at IS NOT NULL)) AS next_at
         FROM unnest(p_partitions) AS p(partition_id)
     ) n
     WHERE n.next_at IS NOT NULL;

@@ -52,12 +52,12 @@ BEGIN
     counted := EXISTS (SELECT 1 FROM pgsched.limit_usage);
     FOR q IN SELECT x.p, array_agg(x.o) AS o FROM unnest(lost_p, lost_o) AS x(p, o) GROUP BY x.p ORDER BY x.p LOOP
         IF counted THEN
-            -- Tasks a limit counts (chain -1; the rows are locked, and an
+            -- Tasks a limit counts (chain -2; the rows are locked, and an
             -- expired lease is never renewed, so these are the rows the
             -- UPDATE below changes).
             SELECT limited || coalesce(array_agg(h.kind), '{}') INTO limited
             FROM unnest(q.o) AS b(o) JOIN pgsched.heads h ON h.partition_id = q.p AND h.ordering_id = b.o
-            WHERE h.running AND h.chain = -1
+            WHERE h.running AND h.chain = -2
               AND NOT EXISTS (SELECT 1 FROM pgsched.nodes live
                               WHERE live.node_id = h.node_id AND live.epoch = h.epoch AND live.lease_expires_at >= t_now);
         END IF;

@@ -15,11 +15,11 @@
 -- An idle head of a limited kind is parked: chain -1 instead of 0. That
 -- takes it out of heads_due, the index every claim scans, so a backlog
 -- held back by a limit costs the other kinds' claims nothing; parked heads
--- are claimed from heads_limited, by kind, as the limit allows. A claimed
--- parked head keeps chain -1 while it runs: that is how its finish knows
--- it counts in limit_usage. Going back to idle (a retry, a release, a
--- rescue) sets chain 0 again, and the next claim parks it again if its kind
--- is still limited.
+-- are claimed from heads_limited, by kind, as the limit allows. A head
+-- claimed under a limit runs with chain -2: out of heads_limited, and how
+-- its finish knows it counts in limit_usage. Going back to idle (a retry,
+-- a release, a rescue) sets chain 0 again, and the next claim parks it
+-- again if its kind is still limited.
 
 -- +goose Up
 CREATE TABLE pgsched.kind_limits (
@@ -45,13 +45,17 @@ CREATE TABLE pgsched.limit_usage (
 ALTER TABLE pgsched.heads DROP CONSTRAINT heads_check1;
 ALTER TABLE pgsched.heads ADD CONSTRAINT heads_idle_chain CHECK (running OR chain IN (0, -1));
 CREATE INDEX heads_limited ON pgsched.heads (partition_id, kind, run_at) WHERE chain = -1 AND NOT paused;
+-- A claim of a limited kind takes its earliest parked heads across the
+-- node's partitions in one statement: by kind, then time.
+CREATE INDEX heads_limited_kind ON pgsched.heads (kind, run_at) WHERE chain = -1 AND NOT paused;
 
 -- The leader's count per kind tells how many pending tasks wait parked.
 ALTER TABLE pgsched.kind_counts ADD COLUMN held bigint NOT NULL DEFAULT 0;
 
 -- +goose Down
 ALTER TABLE pgsched.kind_counts DROP COLUMN held;
-UPDATE pgsched.heads SET chain = 0 WHERE chain = -1;
+UPDATE pgsched.heads SET chain = 0 WHERE chain < 0;
+DROP INDEX pgsched.heads_limited_kind;
 DROP INDEX pgsched.heads_limited;
 ALTER TABLE pgsched.heads DROP CONSTRAINT heads_idle_chain;
 ALTER TABLE pgsched.heads ADD CONSTRAINT heads_check1 CHECK (running OR chain = 0);

@@ -148,7 +148,7 @@ func limitMaxRunning(t *testing.T, f Fixture) {
 	ls, err := f.Store.Limits(ctx, f.Pool)
 	require.NoError(t, err)
 	require.Empty(t, ls)
-	require.Zero(t, count(t, f, "SELECT count(*) FROM {s}.heads WHERE chain = -1"), "nothing parked")
+	require.Zero(t, count(t, f, "SELECT count(*) FROM {s}.heads WHERE chain < 0 AND NOT running"), "nothing parked")
 	dueHeads := count(t, f, "SELECT count(*) FROM {s}.heads WHERE kind = 'l' AND NOT running AND run_at <= now()")
 	require.GreaterOrEqual(t, dueHeads, 3, "4 of l are pending, one waits an hour")
 	e2 := node(t, f, "n2")

@@ -70,6 +70,9 @@ type bench struct {
 	prefetch        int
 	rate            int
 	duration        time.Duration
+	limitedMax      int
+	limitedRate     int
+	limitedHold     time.Duration
 	seq             int
 
 	sustainedDuration  time.Duration
@@ -112,7 +115,10 @@ func run(ctx context.Context) error {
 	flag.BoolVar(&b.citus, "citus", false, "migrate each schema with -citus: DATABASE_URL is a Citus coordinator")
 	flag.IntVar(&b.tablePartitions, "table-partitions", 0, "physical partitions of heads and backlog (0: migrator default)")
 	flag.IntVar(&b.rate, "rate", 2000, "tasks/s for the lateness run")
-	flag.DurationVar(&b.duration, "lateness-duration", 10*time.Second, "length of the lateness run")
+	flag.DurationVar(&b.duration, "lateness-duration", 10*time.Second, "length of the lateness run (and of the limited run's enqueueing)")
+	flag.IntVar(&b.limitedMax, "limited-max", 50, "max_running of the limited workload's kind")
+	flag.IntVar(&b.limitedRate, "limited-rate", 5000, "tasks/s enqueued in the limited workload")
+	flag.DurationVar(&b.limitedHold, "limited-hold", 5*time.Millisecond, "how long each limited task's handler takes")
 	flag.DurationVar(&b.sustainedDuration, "sustained-duration", 60*time.Second, "measured window of the sustained run")
 	flag.IntVar(&b.sustainedProducers, "sustained-producers", 2, "concurrent producers in the sustained run")
 	flag.IntVar(&b.sustainedBatch, "sustained-batch", 500, "tasks per ScheduleMany call in the sustained run")
@@ -269,6 +275,7 @@ func (b *bench) workloads() []workload {
 		{[]string{"burn-own"}, []string{fmt.Sprintf("burn-down %d, own ordering_id, tasks/s", b.n)}, one(b.burnOwn)},
 		{[]string{"burn-ordered"}, []string{fmt.Sprintf("burn-down 1000 ids x %d, in order, tasks/s", b.n/1000)}, one(b.burnOrdered)},
 		b.tracedWorkload(),
+		b.limitedWorkload(),
 		{[]string{"lateness"}, []string{
 			fmt.Sprintf("lateness p50 at %d/s, ms", b.rate),
 			fmt.Sprintf("lateness p99 at %d/s, ms", b.rate),
