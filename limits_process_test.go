@@ -100,6 +100,7 @@ func scheduleHits(t *testing.T, b clientBundle, n int) {
 // task runs.
 func TestLimitMaxRunningAcrossProcesses(t *testing.T) {
 	t.Parallel()
+	skipOnCitus(t)
 	b := setupClient(t)
 	rcv := newReceiver(t, 100*time.Millisecond, 3)
 	_, err := b.client.SetLimit(context.Background(), "hit", pgsched.Limit{MaxRunning: 3})
@@ -127,6 +128,7 @@ func TestLimitMaxRunningAcrossProcesses(t *testing.T) {
 // the receiver still never serves more than 3 at once, and nothing is lost.
 func TestLimitHoldsWhileNodesDieAndFreeze(t *testing.T) {
 	t.Parallel()
+	skipOnCitus(t)
 	b := setupClient(t)
 	rcv := newReceiver(t, 100*time.Millisecond, 3)
 	_, err := b.client.SetLimit(context.Background(), "hit", pgsched.Limit{MaxRunning: 3})

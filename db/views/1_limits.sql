@@ -4,9 +4,12 @@
 CREATE OR REPLACE VIEW pgsched.limits AS
 SELECT l.kind, l.max_running, coalesce(u.running, 0) AS running, l.max_starts, l.per,
        (SELECT count(*) FROM unnest(u.starts) s WHERE s > now() - l.per)::integer AS started_in_window,
-       (SELECT count(*) FROM pgsched.heads h WHERE h.chain = -1 AND NOT h.running AND h.kind = l.kind) AS waiting,
-       EXISTS (SELECT 1 FROM pgsched.paused_kinds k WHERE k.kind = l.kind) AS paused,
+       coalesce(w.n, 0) AS waiting,
+       p.kind IS NOT NULL AS paused,
        l.updated_at
 FROM pgsched.kind_limits l
 LEFT JOIN pgsched.limit_usage u ON u.kind = l.kind
+LEFT JOIN pgsched.paused_kinds p ON p.kind = l.kind
+LEFT JOIN (SELECT h.kind, count(*) AS n FROM pgsched.heads h WHERE h.chain = -1 AND NOT h.running GROUP BY h.kind) w
+       ON w.kind = l.kind
 ORDER BY l.kind;
