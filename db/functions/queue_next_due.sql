@@ -1,7 +1,8 @@
 -- queue_next_due returns, for each given partition that has an idle queue,
 -- how many seconds until its earliest one is due (negative: overdue), on
 -- the database's clock. One index probe per partition (heads_due: its
--- predicate is in the WHERE clause; paused heads never wake a node).
+-- predicate is in the WHERE clause; paused heads never wake a node), and
+-- one more (heads_due_prio) per non-zero priority in use (priority_levels).
 CREATE OR REPLACE FUNCTION pgsched.queue_next_due(p_partitions integer[])
 RETURNS TABLE (partition_id integer, due_in float8)
 LANGUAGE plpgsql STABLE
@@ -10,13 +11,18 @@ AS $$
 #variable_conflict use_column
 BEGIN
     RETURN QUERY
-    SELECT n.partition_id::integer, extract(epoch FROM n.next_at - now())::float8
+    SELECT n.partition_id::integer, extract(epoch FROM least(n.next_at, n.next_prio) - now())::float8
     FROM (
         SELECT p.partition_id,
                (SELECT min(h.run_at) FROM pgsched.heads h
-                WHERE h.partition_id = p.partition_id AND h.chain = 0 AND NOT h.paused AND NOT h.running) AS next_at
+                WHERE h.partition_id = p.partition_id AND h.chain = 0 AND NOT h.paused AND h.priority = 0
+                  AND NOT h.running) AS next_at,
+               (SELECT min(x.at) FROM pgsched.priority_levels l
+                CROSS JOIN LATERAL (SELECT min(h.run_at) AS at FROM pgsched.heads h
+                                    WHERE h.partition_id = p.partition_id AND h.chain = 0 AND NOT h.paused
+                                      AND h.priority <> 0 AND h.priority = l.priority AND NOT h.running) x) AS next_prio
         FROM unnest(p_partitions) AS p(partition_id)
     ) n
-    WHERE n.next_at IS NOT NULL;
+    WHERE n.next_at IS NOT NULL OR n.next_prio IS NOT NULL;
 END
 $$;

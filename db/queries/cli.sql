@@ -39,7 +39,8 @@ ORDER BY t.kind;
 -- indexes give without sorting.
 -- name: CLITasks :many
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE (sqlc.narg(kind)::text IS NULL OR t.kind = sqlc.narg(kind)::text)
   AND (sqlc.narg(state)::text IS NULL OR t.state = sqlc.narg(state)::text)

@@ -82,7 +82,8 @@ FROM pgsched.kind_counted k;
 
 -- name: ConsoleTasksOfOrdering :many
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE t.partition_id = pgsched.partition_of(sqlc.arg(ordering_id)::text, (SELECT s.partition_count FROM pgsched.settings s))
   AND t.ordering_id = sqlc.arg(ordering_id)::text
@@ -91,7 +92,8 @@ LIMIT sqlc.arg(max_rows)::integer;
 
 -- name: ConsoleTasksRunning :many
 SELECT h.id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.kind, h.payload, 'running'::text AS state,
-       h.run_at, h.attempt, coalesce(h.last_error, '')::text AS last_error, coalesce(h.node_id, '')::text AS node_id
+       h.run_at, h.attempt, coalesce(h.last_error, '')::text AS last_error, coalesce(h.node_id, '')::text AS node_id,
+       h.priority, coalesce(h.group_key, '')::text AS group_key
 FROM pgsched.heads h
 WHERE h.running AND (sqlc.narg(kind)::text IS NULL OR h.kind = sqlc.narg(kind)::text)
 ORDER BY h.claimed_at
@@ -99,7 +101,8 @@ LIMIT sqlc.arg(max_rows)::integer;
 
 -- name: ConsoleTasks :many
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE (sqlc.narg(kind)::text IS NULL OR t.kind = sqlc.narg(kind)::text)
   AND (sqlc.narg(state)::text IS NULL OR t.state = sqlc.narg(state)::text)

@@ -287,7 +287,8 @@ func (q *Queries) CLITaskFind(ctx context.Context, db DBTX, arg CLITaskFindParam
 
 const cLITasks = `-- name: CLITasks :many
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE ($1::text IS NULL OR t.kind = $1::text)
   AND ($2::text IS NULL OR t.state = $2::text)
@@ -317,6 +318,8 @@ type CLITasksRow struct {
 	Attempt       int32
 	LastError     string
 	NodeID        string
+	Priority      int32
+	GroupKey      string
 }
 
 // CLITasks lists pending and running tasks (the tasks view) of a kind,
@@ -350,6 +353,8 @@ func (q *Queries) CLITasks(ctx context.Context, db DBTX, arg CLITasksParams) ([]
 			&i.Attempt,
 			&i.LastError,
 			&i.NodeID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}

@@ -383,7 +383,8 @@ func (q *Queries) ConsoleTaskKey(ctx context.Context, db DBTX, arg ConsoleTaskKe
 
 const consoleTasks = `-- name: ConsoleTasks :many
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE ($1::text IS NULL OR t.kind = $1::text)
   AND ($2::text IS NULL OR t.state = $2::text)
@@ -409,6 +410,8 @@ type ConsoleTasksRow struct {
 	Attempt       int32
 	LastError     string
 	NodeID        string
+	Priority      int32
+	GroupKey      string
 }
 
 func (q *Queries) ConsoleTasks(ctx context.Context, db DBTX, arg ConsoleTasksParams) ([]ConsoleTasksRow, error) {
@@ -432,6 +435,8 @@ func (q *Queries) ConsoleTasks(ctx context.Context, db DBTX, arg ConsoleTasksPar
 			&i.Attempt,
 			&i.LastError,
 			&i.NodeID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
@@ -446,7 +451,8 @@ func (q *Queries) ConsoleTasks(ctx context.Context, db DBTX, arg ConsoleTasksPar
 const consoleTasksOfOrdering = `-- name: ConsoleTasksOfOrdering :many
 
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE t.partition_id = pgsched.partition_of($1::text, (SELECT s.partition_count FROM pgsched.settings s))
   AND t.ordering_id = $1::text
@@ -471,6 +477,8 @@ type ConsoleTasksOfOrderingRow struct {
 	Attempt       int32
 	LastError     string
 	NodeID        string
+	Priority      int32
+	GroupKey      string
 }
 
 // The tasks page's three lists, each shaped so that a database with
@@ -500,6 +508,8 @@ func (q *Queries) ConsoleTasksOfOrdering(ctx context.Context, db DBTX, arg Conso
 			&i.Attempt,
 			&i.LastError,
 			&i.NodeID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
@@ -513,7 +523,8 @@ func (q *Queries) ConsoleTasksOfOrdering(ctx context.Context, db DBTX, arg Conso
 
 const consoleTasksRunning = `-- name: ConsoleTasksRunning :many
 SELECT h.id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.kind, h.payload, 'running'::text AS state,
-       h.run_at, h.attempt, coalesce(h.last_error, '')::text AS last_error, coalesce(h.node_id, '')::text AS node_id
+       h.run_at, h.attempt, coalesce(h.last_error, '')::text AS last_error, coalesce(h.node_id, '')::text AS node_id,
+       h.priority, coalesce(h.group_key, '')::text AS group_key
 FROM pgsched.heads h
 WHERE h.running AND ($1::text IS NULL OR h.kind = $1::text)
 ORDER BY h.claimed_at
@@ -537,6 +548,8 @@ type ConsoleTasksRunningRow struct {
 	Attempt       int32
 	LastError     string
 	NodeID        string
+	Priority      int32
+	GroupKey      string
 }
 
 func (q *Queries) ConsoleTasksRunning(ctx context.Context, db DBTX, arg ConsoleTasksRunningParams) ([]ConsoleTasksRunningRow, error) {
@@ -560,6 +573,8 @@ func (q *Queries) ConsoleTasksRunning(ctx context.Context, db DBTX, arg ConsoleT
 			&i.Attempt,
 			&i.LastError,
 			&i.NodeID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}

@@ -70,19 +70,23 @@ type placement struct {
 // ones have committed: their tasks are returned with the error, and are
 // the node's to run.
 func (s *Citus) Claim(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int, ahead time.Duration) ([]Claimed, error) {
-	jobs, _, err := s.ClaimFrom(ctx, db, node, epoch, partitions, max, ahead)
+	jobs, _, err := s.ClaimFrom(ctx, db, node, epoch, partitions, nil, max, ahead)
 	return jobs, err
 }
 
 // ClaimFrom is Claim that also returns the partitions the claim did not
 // reach: once max tasks are claimed the workers not yet called are not,
 // and their partitions are unreached wherever they stand in the list.
-func (s *Citus) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int,
+// Priorities order the tasks of one worker's call: a worker's call looks
+// in the served partitions that worker holds, and a worker holding no due
+// partition is not called.
+func (s *Citus) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64, partitions, served []int32, max int,
 	ahead time.Duration) (jobs []Claimed, unreached []int32, err error) {
 	groups := s.byWorker(ctx, db, partitions)
 	if groups == nil {
-		return s.PG.ClaimFrom(ctx, db, node, epoch, partitions, max, ahead)
+		return s.PG.ClaimFrom(ctx, db, node, epoch, partitions, served, max, ahead)
 	}
+	where := s.cur.Load()
 	for gi, g := range groups {
 		parts := pick(partitions, g)
 		if len(jobs) >= max {
@@ -91,8 +95,15 @@ func (s *Citus) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64
 			}
 			break
 		}
+		var near []int32
+		for _, p := range served {
+			if where != nil && where.worker[p] == where.worker[parts[0]] {
+				near = append(near, p)
+			}
+		}
 		rows, err := s.q.TaskClaimDueOn(ctx, s.db(db), dbgen.TaskClaimDueOnParams{
 			Anchor: parts[0], NodeID: node, Epoch: epoch, PartitionIds: parts, MaxTasks: sqlCount(max - len(jobs)), AheadSeconds: ahead.Seconds(),
+			ServedPartitions: near,
 		})
 		if err != nil {
 			return jobs, nil, fmt.Errorf("claiming on the Citus worker of partition %d: %w", parts[0], err)

@@ -65,6 +65,10 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"ListTasksFilters", listTasksFilters},
 		{"SchemaAndSettings", schemaAndSettings},
 		{"CompletionPartitions", completionPartitions},
+		// priority.go
+		{"ClaimByPriority", claimByPriority},
+		{"PriorityWithinOrderingID", priorityWithinOrderingID},
+		{"PriorityOverwriteAndDead", priorityOverwriteAndDead},
 		// cluster.go
 		{"NodeTerms", nodeTerms},
 		{"LeaderAndPlan", leaderAndPlan},
