@@ -15,10 +15,13 @@
 -- makes one pass per priority, highest first, each an index range scan
 -- of that priority's due heads (heads_due for 0, heads_due_prio for the
 -- others), and moves to a lower priority only when the higher one ran dry
--- in every partition. The passes for non-zero priorities also look in
+-- in every partition. The passes for priorities above 0 also look in
 -- p_served (the node's other partitions, which the caller did not know to
--- be due), so a task enqueued with a priority is found by the next claim.
--- Each non-zero priority in use costs an index probe per partition.
+-- be due), so a task enqueued with a priority is found by the next claim;
+-- lower ones wait until the caller knows their partitions are due. Each
+-- non-zero priority in use costs an index probe per partition. With
+-- p_min_priority, lower priorities are left alone (on Citus, the claim
+-- takes every worker's non-negative ones first: see internal/store).
 --
 -- Heads are locked with SKIP LOCKED in a CTE (never IN (subquery ... FOR
 -- UPDATE), which can update more rows than the limit), then updated by
@@ -34,7 +37,8 @@
 -- A generic plan cannot tell that priority = lv implies heads_due_prio's
 -- predicate: the second statement says priority <> 0 as well.
 CREATE OR REPLACE FUNCTION pgsched.claim_due_many(p_node_id text, p_epoch bigint, p_partitions integer[], p_max integer,
-                                       p_ahead_seconds float8 DEFAULT 0, p_served integer[] DEFAULT NULL)
+                                       p_ahead_seconds float8 DEFAULT 0, p_served integer[] DEFAULT NULL,
+                                       p_min_priority integer DEFAULT NULL)
 RETURNS SETOF pgsched.heads
 LANGUAGE plpgsql
 SET jit = off
@@ -59,9 +63,9 @@ BEGIN
         v_levels := ARRAY(SELECT x FROM unnest(v_levels || 0) AS x ORDER BY x DESC);
     END IF;
     FOREACH lv IN ARRAY coalesce(v_levels, '{0}') LOOP
-        EXIT WHEN left_ <= 0;
+        EXIT WHEN left_ <= 0 OR lv < p_min_priority;
         parts := coalesce(p_partitions, '{}');
-        IF lv <> 0 THEN
+        IF lv > 0 THEN
             parts := parts || ARRAY(SELECT x FROM unnest(p_served) AS x WHERE x <> ALL (parts));
         END IF;
         FOREACH p IN ARRAY parts LOOP

@@ -32,7 +32,7 @@ SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.
        c.priority, coalesce(c.group_key, '')::text AS group_key
 FROM pgsched.claim_due_many(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sqlc.arg(partition_ids)::integer[],
                             sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8,
-                            sqlc.narg(served_partitions)::integer[]) AS c;
+                            sqlc.narg(served_partitions)::integer[], sqlc.narg(min_priority)::integer) AS c;
 
 -- TaskClaimDueOn is TaskClaimDue for partitions on one Citus worker,
 -- delegated to it (see pgsched.claim_due_on).
@@ -42,7 +42,7 @@ SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.
        c.priority, coalesce(c.group_key, '')::text AS group_key
 FROM pgsched.claim_due_on(sqlc.arg(anchor)::integer, sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint,
                           sqlc.arg(partition_ids)::integer[], sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8,
-                          sqlc.narg(served_partitions)::integer[]) AS c;
+                          sqlc.narg(served_partitions)::integer[], sqlc.narg(min_priority)::integer) AS c;
 
 -- TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
 -- row marked summary carries the ids that changed (applied) and how many
@@ -132,6 +132,10 @@ FROM pgsched.queue_next_due_on(sqlc.arg(anchor)::integer, sqlc.arg(partition_ids
 -- calls go to; no rows on one PostgreSQL (see pgsched.citus_routes).
 -- name: PartitionRoutes :many
 SELECT r.partition_id::integer AS partition_id, r.worker::text AS worker FROM pgsched.citus_routes() r;
+
+-- PriorityNegativeInUse says whether a priority below 0 was ever enqueued.
+-- name: PriorityNegativeInUse :one
+SELECT EXISTS (SELECT 1 FROM pgsched.priority_levels l WHERE l.priority < 0)::boolean AS in_use;
 
 -- name: SettingsGet :one
 SELECT partition_count, extract(epoch FROM grace)::float8 AS grace_seconds, extract(epoch FROM completion_retention)::float8 AS retention_seconds,

@@ -157,6 +157,18 @@ func (q *Queries) PauseSweep(ctx context.Context, db DBTX) (int32, error) {
 	return changed, err
 }
 
+const priorityNegativeInUse = `-- name: PriorityNegativeInUse :one
+SELECT EXISTS (SELECT 1 FROM pgsched.priority_levels l WHERE l.priority < 0)::boolean AS in_use
+`
+
+// PriorityNegativeInUse says whether a priority below 0 was ever enqueued.
+func (q *Queries) PriorityNegativeInUse(ctx context.Context, db DBTX) (bool, error) {
+	row := db.QueryRow(ctx, priorityNegativeInUse)
+	var in_use bool
+	err := row.Scan(&in_use)
+	return in_use, err
+}
+
 const queueNextDue = `-- name: QueueNextDue :many
 SELECT q.partition_id::integer AS partition_id, q.due_in::float8 AS due_in
 FROM pgsched.queue_next_due($1::integer[]) q
@@ -290,7 +302,7 @@ SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.
        c.priority, coalesce(c.group_key, '')::text AS group_key
 FROM pgsched.claim_due_many($1::text, $2::bigint, $3::integer[],
                             $4::integer, $5::float8,
-                            $6::integer[]) AS c
+                            $6::integer[], $7::integer) AS c
 `
 
 type TaskClaimDueParams struct {
@@ -300,6 +312,7 @@ type TaskClaimDueParams struct {
 	MaxTasks         int32
 	AheadSeconds     float64
 	ServedPartitions []int32
+	MinPriority      pgtype.Int4
 }
 
 type TaskClaimDueRow struct {
@@ -331,6 +344,7 @@ func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDuePar
 		arg.MaxTasks,
 		arg.AheadSeconds,
 		arg.ServedPartitions,
+		arg.MinPriority,
 	)
 	if err != nil {
 		return nil, err
@@ -371,7 +385,7 @@ SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.
        c.priority, coalesce(c.group_key, '')::text AS group_key
 FROM pgsched.claim_due_on($1::integer, $2::text, $3::bigint,
                           $4::integer[], $5::integer, $6::float8,
-                          $7::integer[]) AS c
+                          $7::integer[], $8::integer) AS c
 `
 
 type TaskClaimDueOnParams struct {
@@ -382,6 +396,7 @@ type TaskClaimDueOnParams struct {
 	MaxTasks         int32
 	AheadSeconds     float64
 	ServedPartitions []int32
+	MinPriority      pgtype.Int4
 }
 
 type TaskClaimDueOnRow struct {
@@ -412,6 +427,7 @@ func (q *Queries) TaskClaimDueOn(ctx context.Context, db DBTX, arg TaskClaimDueO
 		arg.MaxTasks,
 		arg.AheadSeconds,
 		arg.ServedPartitions,
+		arg.MinPriority,
 	)
 	if err != nil {
 		return nil, err

@@ -19,27 +19,30 @@ func prioTask(id string, at time.Time, uk string, priority int32, group string) 
 
 // claimByPriority: a claim takes due heads of a higher priority first,
 // from every partition given, before it moves to a lower one; negative
-// priorities come after the default. Heads of a priority other than 0 are
+// priorities come after the default. Heads of a priority above 0 are
 // also found in the served partitions the caller did not list as due;
-// heads of priority 0 only where listed. The claimed task carries its
-// priority and group.
+// others only where listed. The claimed task carries its priority and
+// group. The first and the last partition: on Citus, two workers.
 func claimByPriority(t *testing.T, f Fixture) {
 	at := time.Now().Add(-time.Second)
-	p1a, p1b, p2, p3 := idIn(f, 1, "p1a-"), idIn(f, 1, "p1b-"), idIn(f, 2, "p2-"), idIn(f, 3, "p3-")
+	last := f.Partitions - 1
+	p1a, p1b, p2, p3 := idIn(f, 1, "p1a-"), idIn(f, 1, "p1b-"), idIn(f, last, "p2-"), idIn(f, 3, "p3-")
+	pz := idIn(f, last, "pz-")
 	p3zero, p3neg := idIn(f, 3, "p3zero-"), idIn(f, 3, "p3neg-")
 	schedule(t, f,
 		prioTask(p1a, at.Add(-3*time.Second), "", -5, ""), // the oldest, the lowest
 		prioTask(p1b, at.Add(-2*time.Second), "", 0, ""),
 		prioTask(p2, at, "", 10, "tenant-2"),
+		prioTask(pz, at, "", 0, ""),
 		prioTask(p3, at, "", 3, ""), // in a partition not listed as due
 	)
 	require.Equal(t, 3, count(t, f, "SELECT count(*) FROM {s}.priority_levels WHERE priority IN (-5, 3, 10)"),
 		"the non-zero priorities in use are recorded")
 	e := node(t, f, "n")
-	due := []int32{1, 2}
-	served := []int32{1, 2, 3}
+	due := []int32{1, int32(last)}
+	served := []int32{1, int32(last), 3}
 	var order []string
-	for range 5 {
+	for range 6 {
 		jobs, _, err := f.Store.ClaimFrom(ctx, f.Pool, "n", e, due, served, 1, 0)
 		require.NoError(t, err)
 		if len(jobs) == 0 {
@@ -51,7 +54,7 @@ func claimByPriority(t *testing.T, f Fixture) {
 			require.Equal(t, "tenant-2", jobs[0].GroupKey)
 		}
 	}
-	require.Equal(t, []string{p2 + "@10", p3 + "@3", p1b + "@0", p1a + "@-5"}, order)
+	require.Equal(t, []string{p2 + "@10", p3 + "@3", p1b + "@0", pz + "@0", p1a + "@-5"}, order)
 
 	schedule(t, f, task(p3zero, at, ""))
 	jobs, _, err := f.Store.ClaimFrom(ctx, f.Pool, "n", e, due, served, 10, 0)
