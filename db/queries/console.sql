@@ -41,7 +41,8 @@ LIMIT sqlc.arg(max_rows)::integer;
 -- ConsoleDeadTask is one dead task, whole.
 -- name: ConsoleDeadTask :many
 SELECT d.id, d.died_at, d.kind, d.ordering_id, d.scheduled_at, d.uniqueness_key, d.attempt, d.payload,
-       coalesce(d.last_error, '')::text AS last_error, coalesce(d.node_id, '')::text AS node_id, d.partition_id
+       coalesce(d.last_error, '')::text AS last_error, coalesce(d.node_id, '')::text AS node_id, d.partition_id,
+       d.priority, coalesce(d.group_key, '')::text AS group_key
 FROM pgsched.dead_tasks d
 WHERE d.id = sqlc.arg(id)::bigint;
 
@@ -54,17 +55,19 @@ WITH k AS (
     SELECT pgsched.partition_of(sqlc.arg(ordering_id)::text, s.partition_count) AS p FROM pgsched.settings s
 )
 SELECT t.state::text AS state, t.id::bigint AS id, t.kind, t.payload, t.run_at::timestamptz AS at, t.attempt,
-       coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id, t.partition_id
+       coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id, t.partition_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t, k
 WHERE t.partition_id = k.p AND t.ordering_id = sqlc.arg(ordering_id)::text
   AND t.scheduled_at = sqlc.arg(scheduled_at)::timestamptz AND t.uniqueness_key = sqlc.arg(uniqueness_key)::text
 UNION ALL
-SELECT 'completed', 0::bigint, c.kind, c.output, c.completed_at, c.attempt, '', coalesce(c.node_id, ''), c.partition_id
+SELECT 'completed', 0::bigint, c.kind, c.output, c.completed_at, c.attempt, '', coalesce(c.node_id, ''), c.partition_id, 0, ''
 FROM pgsched.completions c, k
 WHERE c.partition_id = k.p AND c.ordering_id = sqlc.arg(ordering_id)::text
   AND c.scheduled_at = sqlc.arg(scheduled_at)::timestamptz AND c.uniqueness_key = sqlc.arg(uniqueness_key)::text
 UNION ALL
-SELECT 'dead', d.id, d.kind, d.payload, d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id
+SELECT 'dead', d.id, d.kind, d.payload, d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id,
+       d.priority, coalesce(d.group_key, '')
 FROM pgsched.dead_tasks d, k
 WHERE d.partition_id = k.p AND d.ordering_id = sqlc.arg(ordering_id)::text
   AND d.scheduled_at = sqlc.arg(scheduled_at)::timestamptz AND d.uniqueness_key = sqlc.arg(uniqueness_key)::text;

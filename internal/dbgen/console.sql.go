@@ -88,7 +88,8 @@ func (q *Queries) ConsoleDead(ctx context.Context, db DBTX, arg ConsoleDeadParam
 
 const consoleDeadTask = `-- name: ConsoleDeadTask :many
 SELECT d.id, d.died_at, d.kind, d.ordering_id, d.scheduled_at, d.uniqueness_key, d.attempt, d.payload,
-       coalesce(d.last_error, '')::text AS last_error, coalesce(d.node_id, '')::text AS node_id, d.partition_id
+       coalesce(d.last_error, '')::text AS last_error, coalesce(d.node_id, '')::text AS node_id, d.partition_id,
+       d.priority, coalesce(d.group_key, '')::text AS group_key
 FROM pgsched.dead_tasks d
 WHERE d.id = $1::bigint
 `
@@ -105,6 +106,8 @@ type ConsoleDeadTaskRow struct {
 	LastError     string
 	NodeID        string
 	PartitionID   int32
+	Priority      int32
+	GroupKey      string
 }
 
 // ConsoleDeadTask is one dead task, whole.
@@ -129,6 +132,8 @@ func (q *Queries) ConsoleDeadTask(ctx context.Context, db DBTX, id int64) ([]Con
 			&i.LastError,
 			&i.NodeID,
 			&i.PartitionID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
@@ -313,17 +318,19 @@ WITH k AS (
     SELECT pgsched.partition_of($1::text, s.partition_count) AS p FROM pgsched.settings s
 )
 SELECT t.state::text AS state, t.id::bigint AS id, t.kind, t.payload, t.run_at::timestamptz AS at, t.attempt,
-       coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id, t.partition_id
+       coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id, t.partition_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t, k
 WHERE t.partition_id = k.p AND t.ordering_id = $1::text
   AND t.scheduled_at = $2::timestamptz AND t.uniqueness_key = $3::text
 UNION ALL
-SELECT 'completed', 0::bigint, c.kind, c.output, c.completed_at, c.attempt, '', coalesce(c.node_id, ''), c.partition_id
+SELECT 'completed', 0::bigint, c.kind, c.output, c.completed_at, c.attempt, '', coalesce(c.node_id, ''), c.partition_id, 0, ''
 FROM pgsched.completions c, k
 WHERE c.partition_id = k.p AND c.ordering_id = $1::text
   AND c.scheduled_at = $2::timestamptz AND c.uniqueness_key = $3::text
 UNION ALL
-SELECT 'dead', d.id, d.kind, d.payload, d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id
+SELECT 'dead', d.id, d.kind, d.payload, d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id,
+       d.priority, coalesce(d.group_key, '')
 FROM pgsched.dead_tasks d, k
 WHERE d.partition_id = k.p AND d.ordering_id = $1::text
   AND d.scheduled_at = $2::timestamptz AND d.uniqueness_key = $3::text
@@ -345,6 +352,8 @@ type ConsoleTaskKeyRow struct {
 	LastError   string
 	NodeID      string
 	PartitionID int32
+	Priority    int32
+	GroupKey    string
 }
 
 // ConsoleTaskKey finds a key wherever it is: pending or running (heads and
@@ -370,6 +379,8 @@ func (q *Queries) ConsoleTaskKey(ctx context.Context, db DBTX, arg ConsoleTaskKe
 			&i.LastError,
 			&i.NodeID,
 			&i.PartitionID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
