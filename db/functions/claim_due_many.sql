@@ -19,7 +19,8 @@
 -- p_served (the node's other partitions, which the caller did not know to
 -- be due), so a task enqueued with a priority is found by the next claim;
 -- lower ones wait until the caller knows their partitions are due. Each
--- non-zero priority in use costs an index probe per partition. With
+-- non-zero priority in use costs an index probe per partition (in one
+-- statement that finds where the priority has due heads). With
 -- p_min_priority, lower priorities are left alone (on Citus, the claim
 -- takes every worker's non-negative ones first: see internal/store).
 --
@@ -67,6 +68,17 @@ BEGIN
         parts := coalesce(p_partitions, '{}');
         IF lv > 0 THEN
             parts := parts || ARRAY(SELECT x FROM unnest(p_served) AS x WHERE x <> ALL (parts));
+        END IF;
+        IF lv <> 0 THEN
+            -- One statement (an index probe per partition) finds where this
+            -- priority has due heads, so the locking statements below run
+            -- only there: a priority in use but rarely due costs a claim
+            -- little.
+            parts := ARRAY(SELECT x.p FROM unnest(parts) WITH ORDINALITY AS x(p, i)
+                           WHERE EXISTS (SELECT 1 FROM pgsched.heads h
+                                         WHERE h.partition_id = x.p AND h.chain = 0 AND NOT h.paused AND h.priority <> 0
+                                           AND h.priority = lv AND NOT h.running AND h.run_at <= horizon)
+                           ORDER BY x.i);
         END IF;
         FOREACH p IN ARRAY parts LOOP
             EXIT WHEN left_ <= 0;
