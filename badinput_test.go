@@ -22,7 +22,8 @@ import (
 // sqlTask is a task as a SQL caller passes it: nil is NULL, times are
 // timestamptz literals, so SQL-only values (infinity, BC) can be written.
 type sqlTask struct {
-	o, at, uk, pl, kind *string
+	o, at, uk, pl, kind, gk *string
+	priority                int32
 }
 
 func ptr(s string) *string { return &s }
@@ -30,7 +31,10 @@ func ptr(s string) *string { return &s }
 // asSQL is t as psql would pass it; the zero time as pgx sends it, which
 // is 0001-01-01 00:00:00 UTC.
 func asSQL(t pgsched.Task) sqlTask {
-	st := sqlTask{o: ptr(t.OrderingID), uk: ptr(t.UniquenessKey), kind: ptr(t.Kind)}
+	st := sqlTask{o: ptr(t.OrderingID), uk: ptr(t.UniquenessKey), kind: ptr(t.Kind), priority: t.Priority}
+	if t.GroupKey != "" {
+		st.gk = ptr(t.GroupKey)
+	}
 	st.at = ptr(t.ScheduledAt.UTC().Format("2006-01-02 15:04:05.999999Z07:00"))
 	if t.Payload != nil {
 		st.pl = ptr(string(t.Payload))
@@ -63,18 +67,22 @@ func reason(err error) string {
 
 func sqlSchedule(b clientBundle, t sqlTask) error {
 	_, err := b.db.Pool.Exec(context.Background(),
-		"SELECT "+b.db.Schema+".schedule($1, $2::timestamptz, $3, $4::jsonb, $5)", t.o, t.at, t.uk, t.pl, t.kind)
+		"SELECT "+b.db.Schema+".schedule($1, $2::timestamptz, $3, $4::jsonb, $5, group_key => $6, priority => $7)",
+		t.o, t.at, t.uk, t.pl, t.kind, t.gk, t.priority)
 	return err
 }
 
 func sqlScheduleMany(b clientBundle, ts []sqlTask) error {
-	var o, at, uk, pl, kind []*string
+	var o, at, uk, pl, kind, gk []*string
+	var pr []int32
 	for _, t := range ts {
 		o, at, uk, pl, kind = append(o, t.o), append(at, t.at), append(uk, t.uk), append(pl, t.pl), append(kind, t.kind)
+		gk, pr = append(gk, t.gk), append(pr, t.priority)
 	}
 	_, err := b.db.Pool.Exec(context.Background(),
-		"SELECT "+b.db.Schema+".schedule_many($1::text[], $2::text[]::timestamptz[], $3::text[], $4::text[]::jsonb[], $5::text[])",
-		o, at, uk, pl, kind)
+		"SELECT "+b.db.Schema+".schedule_many($1::text[], $2::text[]::timestamptz[], $3::text[], $4::text[]::jsonb[], $5::text[], "+
+			"group_keys => $6::text[], priorities => $7::integer[])",
+		o, at, uk, pl, kind, gk, pr)
 	return err
 }
 
@@ -151,6 +159,10 @@ func TestBadInput(t *testing.T) {
 		{name: "kind with DEL", task: ptr2(with(func(t *pgsched.Task) { t.Kind = "k\x7f" })), field: "kind", msg: "kind contains a control character"},
 		{name: "long kind", task: ptr2(with(func(t *pgsched.Task) { t.Kind = strings.Repeat("k", 300) })), field: "kind", msg: "kind is 300 bytes, over the limit of 255"},
 		{name: "NUL in kind", task: ptr2(with(func(t *pgsched.Task) { t.Kind = "k\x00" })), pgCode: "22021", field: "kind", msg: "kind contains a NUL byte"},
+		{name: "group_key with a newline", task: ptr2(with(func(t *pgsched.Task) { t.GroupKey, t.Priority = "tenant\n7", 5 })), field: "group_key", msg: "group_key contains a control character"},
+		{name: "long group_key", task: ptr2(with(func(t *pgsched.Task) { t.GroupKey = strings.Repeat("g", 256) })), field: "group_key", msg: "group_key is 256 bytes, over the limit of 255"},
+		{name: "NUL in group_key", task: ptr2(with(func(t *pgsched.Task) { t.GroupKey = "g\x00" })), pgCode: "22021", field: "group_key", msg: "group_key contains a NUL byte"},
+		{name: "non-UTF-8 group_key", task: ptr2(with(func(t *pgsched.Task) { t.GroupKey = "g\xff" })), pgCode: "22021", field: "group_key", msg: "group_key is not valid UTF-8"},
 		{name: "payload not JSON", task: ptr2(with(func(t *pgsched.Task) { t.Payload = json.RawMessage(`{nope`) })), pgCode: "22P02", field: "payload",
 			msg: "payload is not valid JSON (at byte 2: invalid character 'n' looking for beginning of object key string)"},
 		{name: "payload with NaN", task: ptr2(with(func(t *pgsched.Task) { t.Payload = json.RawMessage(`{"a":NaN}`) })), pgCode: "22P02", field: "payload",

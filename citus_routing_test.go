@@ -273,7 +273,7 @@ func TestCitusClaimLeavesUnreachedPartitions(t *testing.T) {
 	// a's worker. The claim fills up on a's worker.
 	next := places[1]
 	require.Equal(t, a.Worker, next.Worker, "partitions 0 and 1 share a worker")
-	jobs, unreached, err := st.ClaimFrom(ctx, plain, "unreached", lease.Epoch, []int32{a.Partition, b.Partition, next.Partition}, 2, 0)
+	jobs, unreached, err := st.ClaimFrom(ctx, plain, "unreached", lease.Epoch, []int32{a.Partition, b.Partition, next.Partition}, nil, 2, 0)
 	require.NoError(t, err)
 	require.Len(t, jobs, 2)
 	for _, j := range jobs {
@@ -282,7 +282,7 @@ func TestCitusClaimLeavesUnreachedPartitions(t *testing.T) {
 	require.Equal(t, []int32{b.Partition}, unreached)
 
 	// Not full: every worker is called, nothing is left unreached.
-	jobs, unreached, err = st.ClaimFrom(ctx, plain, "unreached", lease.Epoch, []int32{a.Partition, b.Partition, next.Partition}, 5, 0)
+	jobs, unreached, err = st.ClaimFrom(ctx, plain, "unreached", lease.Epoch, []int32{a.Partition, b.Partition, next.Partition}, nil, 5, 0)
 	require.NoError(t, err)
 	require.Len(t, jobs, 1)
 	require.EqualValues(t, b.Partition, jobs[0].Partition)

@@ -64,6 +64,16 @@ type Task struct {
 	// most MaxPayloadDepth levels; its size as stored jsonb is at most the
 	// installation's max_payload_bytes (1 MiB by default).
 	Payload json.RawMessage
+	// Priority orders due tasks: a claim takes those of a higher priority
+	// first (negative ones after the default, 0). Within one OrderingID
+	// order still comes first: a task waits for the tasks before it,
+	// whatever their priorities. Each distinct value in use costs every
+	// claim an index probe per partition; keep to a handful.
+	Priority int32
+	// GroupKey names who the task is for, such as a tenant. "" (the
+	// default) for none; at most 255 bytes, no control characters. It
+	// orders nothing.
+	GroupKey string
 }
 
 // Key identifies a task.
@@ -223,7 +233,7 @@ func (c *Client) scheduleMany(ctx context.Context, db store.DBTX, tasks []Task, 
 		}
 		batch[i] = store.NewTask{
 			OrderingID: t.OrderingID, ScheduledAt: t.ScheduledAt, UniquenessKey: t.UniquenessKey,
-			Kind: t.Kind, Payload: t.Payload, Traceparent: traceparent,
+			Kind: t.Kind, Payload: t.Payload, Traceparent: traceparent, Priority: t.Priority, GroupKey: t.GroupKey,
 		}
 	}
 	newKeys := false
@@ -277,21 +287,23 @@ const MaxPayloadDepth = 126
 // text cannot hold invalid UTF-8 or NUL bytes, a time beyond PostgreSQL's
 // range does not survive encoding, and a payload that is not JSON, or that
 // jsonb cannot hold, fails the whole statement without naming the field.
-// The range of scheduled_at, a kind's control characters and the payload's
-// depth are checked on both sides with the same message, so a Go caller
-// learns of them without a round trip. Lengths, the in-the-past check and
+// The range of scheduled_at, control characters in a kind or group_key
+// and the payload's depth are checked on both sides with the same
+// message, so a Go caller learns of them without a round trip. Lengths, the in-the-past check and
 // the payload size limit (of the stored jsonb, which only the server sees)
 // are the SQL API's alone, identical for Go and psql users.
 func validateTask(t Task, idx int) error {
 	if err := validateKey(t.Key(), idx); err != nil {
 		return err
 	}
-	if err := validateText(idx, "kind", t.Kind); err != nil {
-		return err
-	}
-	for i := 0; i < len(t.Kind); i++ {
-		if c := t.Kind[i]; c < 0x20 || c == 0x7f {
-			return fieldError(idx, "kind", "contains a control character")
+	for _, f := range []struct{ field, v string }{{"kind", t.Kind}, {"group_key", t.GroupKey}} {
+		if err := validateText(idx, f.field, f.v); err != nil {
+			return err
+		}
+		for i := 0; i < len(f.v); i++ {
+			if c := f.v[i]; c < 0x20 || c == 0x7f {
+				return fieldError(idx, f.field, "contains a control character")
+			}
 		}
 	}
 	if len(t.Payload) > 0 {

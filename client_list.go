@@ -84,7 +84,7 @@ func (c *Client) listTasks(ctx context.Context, db store.DBTX, f TaskFilter) ([]
 	for i, r := range rows {
 		out[i] = TaskInfo{
 			Task: Task{OrderingID: r.OrderingID, ScheduledAt: r.ScheduledAt, UniquenessKey: r.UniquenessKey,
-				Kind: r.Kind, Payload: json.RawMessage(r.Payload)},
+				Kind: r.Kind, Payload: json.RawMessage(r.Payload), Priority: r.Priority, GroupKey: r.GroupKey},
 			ID: r.ID, State: TaskState(r.State), RunAt: r.RunAt, Attempt: r.Attempt, LastError: r.LastError, NodeID: r.NodeID,
 		}
 	}

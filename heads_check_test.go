@@ -16,14 +16,18 @@ type dbRow struct {
 	runAt   int64
 	attempt int
 	payload int
-	running bool
-	nodeID  *string
-	epoch   *int64
-	backlog bool
+	// priority and group follow from the payload's v (propRun.priority,
+	// .group): written with it, they must move with it.
+	priority int32
+	group    string
+	running  bool
+	nodeID   *string
+	epoch    *int64
+	backlog  bool
 }
 
 func (r *propRun) readTable(table string) []dbRow {
-	cols := "ordering_id, scheduled_at, uniqueness_key, id, run_at, attempt, (payload->>'v')::int, "
+	cols := "ordering_id, scheduled_at, uniqueness_key, id, run_at, attempt, (payload->>'v')::int, priority, coalesce(group_key, ''), "
 	if table == "heads" {
 		cols += "running, node_id, epoch, backlog"
 	} else {
@@ -34,7 +38,7 @@ func (r *propRun) readTable(table string) []dbRow {
 	var out []dbRow
 	var sa, runAt time.Time
 	var d dbRow
-	_, err = pgx.ForEachRow(rows, []any{&d.key.o, &sa, &d.key.uk, &d.id, &runAt, &d.attempt, &d.payload,
+	_, err = pgx.ForEachRow(rows, []any{&d.key.o, &sa, &d.key.uk, &d.id, &runAt, &d.attempt, &d.payload, &d.priority, &d.group,
 		&d.running, &d.nodeID, &d.epoch, &d.backlog}, func() error {
 		d.key.at, d.runAt = sa.UnixMicro(), runAt.UnixMicro()
 		out = append(out, d)
@@ -163,6 +167,9 @@ func (r *propRun) check() {
 		if d.payload != t.payload {
 			r.fail("%s has payload v%d, want v%d", d.key, d.payload, t.payload)
 		}
+		if d.priority != r.priority(d.payload) || d.group != r.group(d.payload) {
+			r.fail("%s has priority %d and group %q, not v%d's", d.key, d.priority, d.group, d.payload)
+		}
 		if d.running != t.running {
 			r.fail("%s running = %v, want %v", d.key, d.running, t.running)
 		}
@@ -252,4 +259,20 @@ func (r *propRun) check() {
 	if completions != len(r.completed) || dead != r.dead {
 		r.fail("%d completions and %d dead tasks stored, want %d and %d", completions, dead, len(r.completed), r.dead)
 	}
+}
+
+// priority and group are what the run enqueues with payload v: with
+// priorities, below, at and above the default, and some groups none.
+func (r *propRun) priority(v int) int32 {
+	if !r.prio {
+		return 0
+	}
+	return int32(v%3) - 1
+}
+
+func (r *propRun) group(v int) string {
+	if !r.prio || v%2 == 0 {
+		return ""
+	}
+	return fmt.Sprint("g", v%5)
 }

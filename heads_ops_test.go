@@ -50,7 +50,7 @@ func (r *propRun) opSchedule() {
 		r.payloads++
 		keys[i] = k
 		tasks[i] = pgsched.Task{OrderingID: k.o, ScheduledAt: time.UnixMicro(k.at), UniquenessKey: k.uk,
-			Payload: json.RawMessage(fmt.Sprintf(`{"v":%d}`, r.payloads))}
+			Payload: json.RawMessage(fmt.Sprintf(`{"v":%d}`, r.payloads)), Priority: r.priority(r.payloads), GroupKey: r.group(r.payloads)}
 		desc[i] = fmt.Sprintf("%s v%d", k, r.payloads)
 	}
 	r.note("schedule_many [%s]", strings.Join(desc, ", "))
@@ -238,6 +238,9 @@ func (r *propRun) opClaim() {
 		if c.Attempt != t.attempt {
 			r.fail("claimed %s at attempt %d, want %d", k, c.Attempt, t.attempt)
 		}
+		if c.Priority != r.priority(t.payload) || c.GroupKey != r.group(t.payload) {
+			r.fail("claimed %s with priority %d and group %q, want v%d's", k, c.Priority, c.GroupKey, t.payload)
+		}
 	}
 }
 
@@ -375,6 +378,9 @@ func (r *propRun) opFinish() {
 		t.attempt++
 		if c.Attempt != t.attempt {
 			r.fail("handed over %s at attempt %d, want %d", k, c.Attempt, t.attempt)
+		}
+		if r.prio && c.Priority < 1 {
+			r.fail("handed over %s of priority %d while priority 1 is in use", k, c.Priority)
 		}
 	}
 }

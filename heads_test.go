@@ -24,6 +24,8 @@ import (
 // head comes before its backlog by (scheduled_at, id), a head's backlog flag
 // is false only without backlog, the stored keys are the model's, completed
 // keys stay completed, and a claim takes each ordering_id's earliest task.
+// Runs with an even seed enqueue with priorities and groups: each task's
+// stay with it wherever it moves, and only the highest is handed over.
 //
 // PGSCHED_PROP_SEED=<n> runs that seed alone; PGSCHED_PROP_OPS=<n> sets the
 // operations per seed.
@@ -109,6 +111,11 @@ type propRun struct {
 	dead      int
 	payloads  int
 	counts    map[string]int
+	// prio: the run enqueues with priorities and groups (even seeds), so
+	// they must move with their tasks and hand-overs follow the priority
+	// rule; odd seeds keep the default, so every due successor may be
+	// handed over.
+	prio bool
 }
 
 func newPropRun(t *testing.T, seed uint64) *propRun {
@@ -125,7 +132,7 @@ func newPropRun(t *testing.T, seed uint64) *propRun {
 	require.NoError(t, err)
 
 	r := &propRun{
-		t: t, b: b, ctx: ctx, seed: seed,
+		t: t, b: b, ctx: ctx, seed: seed, prio: seed%2 == 0,
 		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		oids:      []string{"o0", "o1", "o2", "o3", "o4", "o5"},
 		uks:       []string{"", "a", "b"},

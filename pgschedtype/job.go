@@ -37,6 +37,11 @@ type Job struct {
 	// task (a Client with a Tracer, or the SQL API's traceparent
 	// argument), "" for none; see Tracer.
 	Traceparent string
+	// Priority is the task's priority: claims take due tasks of a higher
+	// priority first. 0 by default.
+	Priority int32
+	// GroupKey is the task's group (such as a tenant), "" for none.
+	GroupKey string
 
 	output json.RawMessage // see RecordOutput
 }

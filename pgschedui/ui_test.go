@@ -312,6 +312,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	do(chromedp.WaitVisible("#state-pending"))
 	detail := text("#state-pending")
 	require.Contains(t, detail, "email")
+	require.Equal(t, "0", text("#state-pending .priority"), "the default priority")
 	require.Contains(t, text("pre.payload"), "{\n  \"to\": \"a@example.com\"\n}")
 	t.Logf("task: %s", screenshot(t, b, "task"))
 
@@ -328,6 +329,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	do(chromedp.WaitVisible("#deadtask"))
 	require.Contains(t, text("#last-error"), "card declined: insufficient funds")
 	require.Contains(t, text("#payload"), `"currency": "EUR"`)
+	require.Equal(t, "0", text("#priority"))
 	t.Logf("dead task: %s", screenshot(t, b, "deadtask"))
 	follow(t, b, `#deadtask dd a[href*="tasks/key"]`)
 	do(chromedp.WaitVisible("#state-dead"))

@@ -27,6 +27,8 @@ type task struct {
 	LastError     string          `json:"last_error"`
 	NodeID        string          `json:"node_id"`
 	PartitionID   *int32          `json:"partition_id,omitempty"`
+	Priority      int32           `json:"priority"`
+	GroupKey      string          `json:"group_key,omitempty"`
 	Payload       json.RawMessage `json:"payload"`
 }
 
@@ -75,7 +77,7 @@ func tasksListCmd(c *cli, fs *flag.FlagSet) func([]string) error {
 		for i, r := range rows {
 			tasks[i] = task{ID: r.ID, State: r.State, OrderingID: r.OrderingID, ScheduledAt: r.ScheduledAt.UTC(),
 				UniquenessKey: r.UniquenessKey, Kind: r.Kind, RunAt: timePtr(r.RunAt), Attempt: r.Attempt,
-				LastError: r.LastError, NodeID: r.NodeID, Payload: payload(r.Payload)}
+				LastError: r.LastError, NodeID: r.NodeID, Priority: r.Priority, GroupKey: r.GroupKey, Payload: payload(r.Payload)}
 		}
 		if c.json {
 			return writeJSON(c.stdout, tasks)
@@ -113,7 +115,7 @@ func tasksShowCmd(c *cli, fs *flag.FlagSet) func([]string) error {
 		for i, r := range rows {
 			tasks[i] = task{ID: r.ID, State: r.State, OrderingID: r.OrderingID, ScheduledAt: r.ScheduledAt.UTC(),
 				UniquenessKey: r.UniquenessKey, Kind: r.Kind, Attempt: int(r.Attempt), LastError: r.LastError,
-				NodeID: r.NodeID, PartitionID: &r.PartitionID, Payload: payload(r.Payload)}
+				NodeID: r.NodeID, PartitionID: &r.PartitionID, Priority: r.Priority, GroupKey: r.GroupKey, Payload: payload(r.Payload)}
 			if r.State == "dead" {
 				tasks[i].DiedAt = timePtr(r.At)
 			} else {
@@ -140,6 +142,10 @@ func printTasks(c *cli, tasks []task) error {
 		t.row("scheduled_at", timeText(k.ScheduledAt))
 		t.row("uniqueness_key", text(k.UniquenessKey))
 		t.row("kind", text(k.Kind))
+		t.row("priority", fmt.Sprint(k.Priority))
+		if k.GroupKey != "" {
+			t.row("group_key", text(k.GroupKey))
+		}
 		if k.DiedAt != nil {
 			t.row("died_at", timeAt(k.DiedAt))
 		} else {

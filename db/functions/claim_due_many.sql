@@ -10,6 +10,20 @@
 -- are claimed too: the worker holds them and starts each on time, so a
 -- claim's round trip and commit are not part of a task's start lateness.
 --
+-- Priorities: with none but the default in use (priority_levels empty)
+-- the claim is one pass over the partitions, on heads_due. Otherwise it
+-- makes one pass per priority, highest first, each an index range scan
+-- of that priority's due heads (heads_due for 0, heads_due_prio for the
+-- others), and moves to a lower priority only when the higher one ran dry
+-- in every partition. The passes for priorities above 0 also look in
+-- p_served (the node's other partitions, which the caller did not know to
+-- be due), so a task enqueued with a priority is found by the next claim;
+-- lower ones wait until the caller knows their partitions are due. Each
+-- non-zero priority in use costs an index probe per partition (in one
+-- statement that finds where the priority has due heads). With
+-- p_min_priority, lower priorities are left alone (on Citus, the claim
+-- takes every worker's non-negative ones first: see internal/store).
+--
 -- Heads are locked with SKIP LOCKED in a CTE (never IN (subquery ... FOR
 -- UPDATE), which can update more rows than the limit), then updated by
 -- ctid, so no plan scans a partition per claimed task, even on tables
@@ -21,10 +35,15 @@
 -- rows per page, which tips it); generic plans because plpgsql would
 -- otherwise re-plan the statement for every partition (on Citus, which
 -- must see the partition as a value to route the statement, custom ones).
--- While any kind has a limit, claim_limited claims instead: with none,
--- this costs one look at an empty table per call.
+-- A generic plan cannot tell that priority = lv implies heads_due_prio's
+-- predicate: the second statement says priority <> 0 as well.
+-- While a kind has a limit (pgsched.set_limit), its parked heads are
+-- claimed first, as the limit allows (claim_limited_kind), and the
+-- statements below skip the kind like a paused one; with no limit this
+-- costs one look at an empty table per call.
 CREATE OR REPLACE FUNCTION pgsched.claim_due_many(p_node_id text, p_epoch bigint, p_partitions integer[], p_max integer,
-                                       p_ahead_seconds float8 DEFAULT 0)
+                                       p_ahead_seconds float8 DEFAULT 0, p_served integer[] DEFAULT NULL,
+                                       p_min_priority integer DEFAULT NULL)
 RETURNS SETOF pgsched.heads
 LANGUAGE plpgsql
 SET jit = off
@@ -34,37 +53,88 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
     p       integer;
+    lv      integer;
+    parts   integer[];
     left_   integer := p_max;
     got     integer;
     horizon timestamptz := now() + make_interval(secs => greatest(p_ahead_seconds, 0));
     v_paused text[];
+    v_levels integer[];
+    lim     pgsched.kind_limits;
     t_now   timestamptz := now();
 BEGIN
-    SELECT coalesce(array_agg(k.kind), '{}') INTO v_paused FROM pgsched.paused_kinds k;
-    IF EXISTS (SELECT 1 FROM pgsched.kind_limits) THEN
-        RETURN QUERY SELECT * FROM pgsched.claim_limited(p_node_id, p_epoch, p_partitions, p_max, horizon, v_paused);
-        RETURN;
+    SELECT coalesce(array_agg(k.kind), '{}'), (SELECT array_agg(l.priority ORDER BY l.priority DESC) FROM pgsched.priority_levels l)
+    INTO v_paused, v_levels FROM pgsched.paused_kinds k;
+    IF v_levels IS NOT NULL THEN
+        v_levels := ARRAY(SELECT x FROM unnest(v_levels || 0) AS x ORDER BY x DESC);
     END IF;
-    FOREACH p IN ARRAY coalesce(p_partitions, '{}') LOOP
-        EXIT WHEN left_ <= 0;
-        RETURN QUERY
-        WITH q AS (
-            SELECT h.ctid AS tid FROM pgsched.heads h
-            WHERE h.partition_id = p AND h.chain = 0 AND NOT h.paused AND NOT h.running AND h.run_at <= horizon
-              AND h.kind <> ALL (v_paused)
-              AND EXISTS (SELECT 1 FROM pgsched.nodes n
-                          WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
-                            AND n.timeline IN (0, pgsched.timeline()))
-            ORDER BY h.run_at
-            LIMIT left_
-            FOR UPDATE SKIP LOCKED
-        )
-        UPDATE pgsched.heads h
-        SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_now
-        WHERE h.partition_id = p AND h.ctid = ANY (ARRAY(SELECT q.tid FROM q)) AND NOT h.running
-        RETURNING h.*;
-        GET DIAGNOSTICS got = ROW_COUNT;
-        left_ := left_ - got;
+    IF EXISTS (SELECT 1 FROM pgsched.kind_limits) THEN
+        -- Kinds in name order, so claims lock usage rows in one order.
+        FOR lim IN SELECT l.* FROM pgsched.kind_limits l WHERE l.kind <> ALL (v_paused) ORDER BY l.kind LOOP
+            EXIT WHEN left_ <= 0;
+            RETURN QUERY SELECT * FROM pgsched.claim_limited_kind(p_node_id, p_epoch, p_partitions, left_, horizon, lim);
+            GET DIAGNOSTICS got = ROW_COUNT;
+            left_ := left_ - got;
+        END LOOP;
+        v_paused := v_paused || ARRAY(SELECT l.kind FROM pgsched.kind_limits l);
+    END IF;
+    FOREACH lv IN ARRAY coalesce(v_levels, '{0}') LOOP
+        EXIT WHEN left_ <= 0 OR lv < p_min_priority;
+        parts := coalesce(p_partitions, '{}');
+        IF lv > 0 THEN
+            parts := parts || ARRAY(SELECT x FROM unnest(p_served) AS x WHERE x <> ALL (parts));
+        END IF;
+        IF lv <> 0 THEN
+            -- One statement (an index probe per partition) finds where this
+            -- priority has due heads, so the locking statements below run
+            -- only there: a priority in use but rarely due costs a claim
+            -- little.
+            parts := ARRAY(SELECT x.p FROM unnest(parts) WITH ORDINALITY AS x(p, i)
+                           WHERE EXISTS (SELECT 1 FROM pgsched.heads h
+                                         WHERE h.partition_id = x.p AND h.chain = 0 AND NOT h.paused AND h.priority <> 0
+                                           AND h.priority = lv AND NOT h.running AND h.run_at <= horizon)
+                           ORDER BY x.i);
+        END IF;
+        FOREACH p IN ARRAY parts LOOP
+            EXIT WHEN left_ <= 0;
+            IF lv = 0 THEN
+                RETURN QUERY
+                WITH q AS (
+                    SELECT h.ctid AS tid FROM pgsched.heads h
+                    WHERE h.partition_id = p AND h.chain = 0 AND NOT h.paused AND h.priority = 0 AND NOT h.running
+                      AND h.run_at <= horizon AND h.kind <> ALL (v_paused)
+                      AND EXISTS (SELECT 1 FROM pgsched.nodes n
+                                  WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
+                                    AND n.timeline IN (0, pgsched.timeline()))
+                    ORDER BY h.run_at
+                    LIMIT left_
+                    FOR UPDATE SKIP LOCKED
+                )
+                UPDATE pgsched.heads h
+                SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_now
+                WHERE h.partition_id = p AND h.ctid = ANY (ARRAY(SELECT q.tid FROM q)) AND NOT h.running
+                RETURNING h.*;
+            ELSE
+                RETURN QUERY
+                WITH q AS (
+                    SELECT h.ctid AS tid FROM pgsched.heads h
+                    WHERE h.partition_id = p AND h.chain = 0 AND NOT h.paused AND h.priority <> 0 AND h.priority = lv
+                      AND NOT h.running AND h.run_at <= horizon AND h.kind <> ALL (v_paused)
+                      AND EXISTS (SELECT 1 FROM pgsched.nodes n
+                                  WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
+                                    AND n.timeline IN (0, pgsched.timeline()))
+                    ORDER BY h.run_at
+                    LIMIT left_
+                    FOR UPDATE SKIP LOCKED
+                )
+                UPDATE pgsched.heads h
+                SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_now
+                WHERE h.partition_id = p AND h.ctid = ANY (ARRAY(SELECT q.tid FROM q)) AND NOT h.running
+                RETURNING h.*;
+            END IF;
+            GET DIAGNOSTICS got = ROW_COUNT;
+            left_ := left_ - got;
+        END LOOP;
     END LOOP;
 END
 $$;

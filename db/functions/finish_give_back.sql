@@ -29,6 +29,8 @@ DECLARE
     limited   text[];
     t_now     timestamptz := now();
     retry_ats timestamptz[];
+    -- A task of a limited kind goes back parked (pgsched.set_limit).
+    v_limited text[] := ARRAY(SELECT l.kind FROM pgsched.kind_limits l);
 BEGIN
     freed := 0;
     IF EXISTS (SELECT 1 FROM pgsched.limit_usage) THEN
@@ -44,7 +46,8 @@ BEGIN
                        FROM unnest(retry_delays) WITH ORDINALITY AS d(delay, i) ORDER BY d.i);
     WITH back AS (
         UPDATE pgsched.heads h
-        SET running = false, node_id = NULL, epoch = NULL, claimed_at = NULL, chain = 0,
+        SET running = false, node_id = NULL, epoch = NULL, claimed_at = NULL,
+            chain = CASE WHEN h.kind = ANY (v_limited) THEN -1 ELSE 0 END,
             run_at = CASE WHEN b.outcome IN ('retry', 'snooze') THEN b.retry_at ELSE h.run_at END,
             attempt = CASE WHEN b.outcome IN ('release', 'snooze') THEN greatest(h.attempt - 1, 0) ELSE h.attempt END,
             last_error = CASE WHEN b.outcome = 'retry' THEN b.err ELSE h.last_error END

@@ -11,8 +11,8 @@
 -- shaped as a claim returns it, then one row whose applied holds the ids
 -- of the tasks that changed and claimable how many heads the call left for
 -- a claim. Heads are changed in key order, as enqueuers lock them, so the
--- two cannot deadlock. Promotion, handing over and the plan:
--- docs/design.md, "finish_tasks".
+-- two cannot deadlock. Promotion, handing over (none below v_top, the
+-- highest priority in use) and the plan: docs/design.md, "finish_tasks".
 CREATE OR REPLACE FUNCTION pgsched.finish_tasks(
     p_node_id      text,
     p_epoch        bigint,
@@ -29,7 +29,7 @@ CREATE OR REPLACE FUNCTION pgsched.finish_tasks(
 )
 RETURNS TABLE (applied bigint[], partition_id integer, id bigint, ordering_id text, scheduled_at timestamptz,
                uniqueness_key text, kind text, payload jsonb, attempt integer, run_at timestamptz,
-               claimed_at timestamptz, claimable integer, tick boolean, traceparent text)
+               claimed_at timestamptz, claimable integer, tick boolean, traceparent text, priority integer, group_key text)
 LANGUAGE plpgsql
 SET jit = off
 SET enable_seqscan = off
@@ -54,26 +54,29 @@ DECLARE
     handed  integer := 0;
     handed2 integer;
     v_paused text[] := '{}';
-    -- now() is the transaction's start either way; a variable because
-    -- Citus refuses now() in RETURNING and CASE.
+    v_top   integer := 0;
+    -- now(), the transaction's start, in a variable: Citus refuses it in RETURNING and CASE.
     t_now   timestamptz := now();
     gone_lk text[];
+    v_limited text[];
     freed   integer := 0;
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(outcomes) AS x(outcome) WHERE x.outcome NOT IN ('completed', 'dead')) THEN
         PERFORM pgsched.lock_heads(partition_ids, ordering_ids);
     END IF;
 
-    IF room > 0 AND NOT EXISTS (SELECT 1 FROM pgsched.nodes n
-                                WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now
-                                  AND n.timeline IN (0, pgsched.timeline())) THEN
+    IF room > 0 AND EXISTS (SELECT 1 FROM pgsched.nodes n
+                            WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now
+                              AND n.timeline IN (0, pgsched.timeline())) THEN
+        SELECT coalesce(array_agg(k.kind), '{}'), greatest((SELECT max(l.priority) FROM pgsched.priority_levels l), 0)
+        INTO v_paused, v_top FROM pgsched.paused_kinds k;
+    ELSE
         room := 0;
     END IF;
-    IF room > 0 THEN
-        -- A successor of a limited kind is left for a claim (claim_limited).
-        SELECT coalesce(array_agg(k.kind), '{}') INTO v_paused
-        FROM (SELECT x.kind FROM pgsched.paused_kinds x UNION ALL SELECT l.kind FROM pgsched.kind_limits l) k;
-    END IF;
+    -- A successor of a limited kind is parked (pgsched.set_limit), never
+    -- handed over: it waits for room like every task of its kind.
+    SELECT coalesce(array_agg(l.kind), '{}') INTO v_limited FROM pgsched.kind_limits l;
+    v_paused := v_paused || v_limited;
 
     -- Completed and dead tasks leave; where the head knew its successor
     -- (next_tids, see "Known successors"), the successor moves up in the
@@ -99,7 +102,7 @@ BEGIN
         DELETE FROM pgsched.backlog b USING known k
         WHERE b.partition_id = k.p AND b.id = k.id AND b.ordering_id = k.o AND b.ctid = k.tid
         RETURNING b.*, k.rest_tids, k.rest_ids, k.more_after, k.c AS prev_chain,
-                  coalesce(k.i <= room AND b.run_at <= t_now AND k.c < p_chain_limit
+                  coalesce(k.i <= room AND b.run_at <= t_now AND k.c < p_chain_limit AND b.priority >= v_top
                            AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
     ), tomb AS (
         INSERT INTO pgsched.completions (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, attempt, node_id, completed_at,
@@ -108,20 +111,21 @@ BEGIN
         FROM gone g WHERE g.outcome = 'completed'
     ), dead AS (
         INSERT INTO pgsched.dead_tasks (partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, last_error, node_id,
-                                        tick, traceparent)
-        SELECT g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt, g.err, g.node_id, g.tick, g.traceparent
+                                        tick, traceparent, priority, group_key)
+        SELECT g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt, g.err, g.node_id, g.tick, g.traceparent, g.priority,
+               g.group_key
         FROM gone g WHERE g.outcome = 'dead'
     ), ins AS (
         INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                         run_at, attempt, revision, last_error, created_at, backlog,
-                                        running, node_id, epoch, claimed_at, chain, next_tids, next_ids, next_more, tick, traceparent)
+                                        running, node_id, epoch, claimed_at, chain, next_tids, next_ids, next_more, tick, traceparent, priority, group_key)
         SELECT m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
                m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at,
                cardinality(m.rest_tids) > 0 OR m.more_after,
                m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
-               CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN greatest(m.prev_chain, 0) + 1 ELSE 0 END,
+               CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN greatest(m.prev_chain, 0) + 1 WHEN m.kind = ANY (v_limited) THEN -1 ELSE 0 END,
                CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_tids END,
-               CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after, m.tick, m.traceparent
+               CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after, m.tick, m.traceparent, m.priority, m.group_key
         FROM moved m
         RETURNING h.*
     )
@@ -135,7 +139,7 @@ BEGIN
     IF fast IS NOT NULL THEN
         RETURN QUERY
         SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
-               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent
+               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent, x.priority, x.group_key
         FROM unnest(fast) x;
         handed := cardinality(fast);
     END IF;
@@ -178,23 +182,23 @@ BEGIN
             DELETE FROM pgsched.backlog b USING pick
             WHERE b.partition_id = pick.p AND b.ctid = pick.tid
             RETURNING b.*, pick.more, pick.next_tids, pick.next_ids, pick.next_more, pick.c AS prev_chain,
-                      coalesce(pick.i + known_n <= room AND b.run_at <= t_now AND pick.c < p_chain_limit
+                      coalesce(pick.i + known_n <= room AND b.run_at <= t_now AND pick.c < p_chain_limit AND b.priority >= v_top
                                AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
         ), ins AS (
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
                                             run_at, attempt, revision, last_error, created_at, backlog,
-                                            running, node_id, epoch, claimed_at, chain, next_tids, next_ids, next_more, tick, traceparent)
+                                            running, node_id, epoch, claimed_at, chain, next_tids, next_ids, next_more, tick, traceparent, priority, group_key)
             SELECT m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
                    m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at, m.more,
                    m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
-                   CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN greatest(m.prev_chain, 0) + 1 ELSE 0 END,
-                   m.next_tids, m.next_ids, m.next_more, m.tick, m.traceparent
+                   CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN greatest(m.prev_chain, 0) + 1 WHEN m.kind = ANY (v_limited) THEN -1 ELSE 0 END,
+                   m.next_tids, m.next_ids, m.next_more, m.tick, m.traceparent, m.priority, m.group_key
             FROM moved m
             RETURNING h.partition_id, h.id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.kind, h.payload,
-                      h.attempt, h.run_at, h.claimed_at, h.running, h.tick, h.traceparent
+                      h.attempt, h.run_at, h.claimed_at, h.running, h.tick, h.traceparent, h.priority, h.group_key
         )
         SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
-               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent
+               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent, x.priority, x.group_key
         FROM ins x WHERE x.running;
         GET DIAGNOSTICS handed2 = ROW_COUNT;
         handed := handed + handed2;
@@ -213,8 +217,7 @@ BEGIN
             PERFORM pgsched.settle_heads(back_p, back_o);
             promoted := promoted + cardinality(back_p);
         END IF;
-        back_p := NULL;
-        back_o := NULL;
+        back_p := NULL; back_o := NULL;
     END IF;
 
     IF cardinality(gone_id) IS DISTINCT FROM cardinality(task_ids) THEN

@@ -40,10 +40,21 @@ BEGIN
         END IF;
         RETURN changed;
     END IF;
+    -- Two statements a partition: heads of priority 0 and the others,
+    -- each through its claim index (heads_due, heads_due_prio).
     FOR p IN SELECT generate_series(0, (SELECT s.partition_count - 1 FROM pgsched.settings s)) LOOP
         UPDATE pgsched.heads h SET paused = true
         FROM (SELECT x.ordering_id FROM pgsched.heads x
-              WHERE x.partition_id = p AND x.chain = 0 AND NOT x.paused
+              WHERE x.partition_id = p AND x.chain = 0 AND NOT x.paused AND x.priority = 0
+                AND x.run_at <= now() + interval '1 minute'
+                AND NOT x.running AND x.kind = ANY (kinds)
+              LIMIT 10000 FOR UPDATE SKIP LOCKED) k
+        WHERE h.partition_id = p AND h.ordering_id = k.ordering_id AND NOT h.running;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        changed := changed + n;
+        UPDATE pgsched.heads h SET paused = true
+        FROM (SELECT x.ordering_id FROM pgsched.heads x
+              WHERE x.partition_id = p AND x.chain = 0 AND NOT x.paused AND x.priority <> 0
                 AND x.run_at <= now() + interval '1 minute'
                 AND NOT x.running AND x.kind = ANY (kinds)
               LIMIT 10000 FOR UPDATE SKIP LOCKED) k

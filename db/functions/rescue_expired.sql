@@ -25,6 +25,8 @@ DECLARE
     n integer;
     counted boolean;
     limited text[] := '{}';
+    -- A task of a limited kind goes back parked (pgsched.set_limit).
+    v_limited text[] := ARRAY(SELECT l.kind FROM pgsched.kind_limits l);
 BEGIN
     IF cands IS NULL AND NOT p_orphans THEN
         SELECT coalesce(array_agg(nd.node_id), '{}') INTO cands FROM pgsched.nodes nd WHERE nd.lease_expires_at < now();
@@ -66,7 +68,7 @@ BEGIN
             -- Concatenated, not format(): Citus refuses a STABLE function
             -- over a column in an UPDATE.
             SET running = false, last_error = 'node ' || h.node_id || ' (epoch ' || h.epoch::text || ') lost its lease while running this task',
-                node_id = NULL, epoch = NULL, claimed_at = NULL, chain = 0
+                node_id = NULL, epoch = NULL, claimed_at = NULL, chain = CASE WHEN h.kind = ANY (v_limited) THEN -1 ELSE 0 END
             FROM unnest(q.o) AS b(o)
             WHERE h.partition_id = q.p AND h.ordering_id = b.o AND h.running
               AND NOT EXISTS (SELECT 1 FROM pgsched.nodes x WHERE x.node_id = h.node_id AND x.epoch = h.epoch AND x.lease_expires_at >= t_now)

@@ -1,7 +1,8 @@
 -- retry_dead_ids puts the dead tasks with the given ids back in line and
 -- returns how many: each is enqueued again as a new task (new id, attempt
--- 0) with its ordering_id, uniqueness_key, kind, payload and traceparent
--- (its run's span links to the enqueue that began it), due now, so
+-- 0) with its ordering_id, uniqueness_key, kind, payload, priority,
+-- group_key and traceparent (its run's span links to the enqueue that
+-- began it), due now, so
 -- it runs after whatever its ordering_id has already due and before what
 -- is scheduled later. Several of one ordering_id are due a microsecond
 -- apart, in their original order, so their keys stay distinct. It goes
@@ -24,6 +25,8 @@ DECLARE
     pl    jsonb[];
     k     text[];
     tp    text[];
+    pr    integer[];
+    gk    text[];
     res   text[];
 BEGIN
     WITH gone AS (
@@ -36,12 +39,14 @@ BEGIN
            array_agg(r.uniqueness_key::text ORDER BY r.ordering_id, r.r),
            array_agg(r.payload ORDER BY r.ordering_id, r.r),
            array_agg(r.kind ORDER BY r.ordering_id, r.r),
-           array_agg(r.traceparent ORDER BY r.ordering_id, r.r)
-    INTO o, sa, uk, pl, k, tp FROM ranked r;
+           array_agg(r.traceparent ORDER BY r.ordering_id, r.r),
+           array_agg(r.priority ORDER BY r.ordering_id, r.r),
+           array_agg(r.group_key ORDER BY r.ordering_id, r.r)
+    INTO o, sa, uk, pl, k, tp, pr, gk FROM ranked r;
     IF o IS NULL THEN
         RETURN 0;
     END IF;
-    res := pgsched.schedule_many(o, sa, uk, pl, k, false, tp);
+    res := pgsched.schedule_many(o, sa, uk, pl, k, false, tp, pr, gk);
     IF EXISTS (SELECT 1 FROM unnest(res) AS x(r) WHERE x.r <> 'inserted') THEN
         RAISE EXCEPTION 'pgsched: a retried dead task''s new key is taken by another task; nothing changed, try again'
             USING ERRCODE = 'PGS05';

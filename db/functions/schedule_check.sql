@@ -3,9 +3,12 @@
 -- or a time before the grace window (PGS02), naming the first such task's
 -- field and, in a batch, its position. A traceparent is NULL or '' (none)
 -- or a W3C trace context of version 00 with non-zero ids, lowercase hex.
+-- A group_key is NULL or '' (none) or, as a kind, at most 255 bytes
+-- without control characters. Every integer is a priority.
 CREATE OR REPLACE FUNCTION pgsched.schedule_check(ordering_ids text[], scheduled_ats timestamptz[], uniqueness_keys text[],
                                                   payloads jsonb[], kinds text[], s pgsched.settings, t_now timestamptz,
-                                                  traceparents text[] DEFAULT NULL)
+                                                  traceparents text[] DEFAULT NULL, priorities integer[] DEFAULT NULL,
+                                                  group_keys text[] DEFAULT NULL)
 RETURNS void
 LANGUAGE plpgsql
 AS $$
@@ -18,7 +21,9 @@ BEGIN
        OR (uniqueness_keys IS NOT NULL AND cardinality(uniqueness_keys) <> n)
        OR (payloads IS NOT NULL AND cardinality(payloads) <> n)
        OR (kinds IS NOT NULL AND cardinality(kinds) <> n)
-       OR (traceparents IS NOT NULL AND cardinality(traceparents) <> n) THEN
+       OR (traceparents IS NOT NULL AND cardinality(traceparents) <> n)
+       OR (priorities IS NOT NULL AND cardinality(priorities) <> n)
+       OR (group_keys IS NOT NULL AND cardinality(group_keys) <> n) THEN
         RAISE EXCEPTION 'pgsched: schedule_many arrays must all have % elements', n USING ERRCODE = 'PGS01';
     END IF;
     -- Arrays are only ever unnested together: subscripting a large array of
@@ -45,11 +50,14 @@ BEGIN
                     THEN 'payload is nested more than 126 levels deep'
                 WHEN u.tp <> '' AND (u.tp !~ '^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$' OR u.tp ~ '^00-0{32}-' OR u.tp ~ '-0{16}-..$')
                     THEN 'traceparent is not a W3C trace context: want 00-<32 hex trace id>-<16 hex span id>-<2 hex flags>, lowercase, ids not all zero'
+                WHEN u.gk ~ '[\x01-\x1f\x7f]' THEN 'group_key contains a control character'
+                WHEN octet_length(u.gk) > 255 THEN format('group_key is %s bytes, over the limit of 255', octet_length(u.gk))
             END AS invalid,
             CASE WHEN u.sa < t_now - s.grace
                 THEN format('scheduled_at %s is before now minus the grace window of %s', u.sa, s.grace)
             END AS past
-        FROM unnest(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents) WITH ORDINALITY AS u(o, sa, uk, pl, k, tp, i)
+        FROM unnest(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents, group_keys)
+             WITH ORDINALITY AS u(o, sa, uk, pl, k, tp, gk, i)
     ) x WHERE x.invalid IS NOT NULL OR x.past IS NOT NULL ORDER BY x.i LIMIT 1;
     IF FOUND THEN
         IF n > 1 THEN

@@ -10,6 +10,11 @@
 -- are valid), kept with the task for its run's span (docs/tracing.md);
 -- NULL, or a NULL or '' element, for none. Overwriting a task replaces it.
 --
+-- priorities: each task's priority (higher runs first; NULL, or a NULL
+-- element, 0), recorded in priority_levels when not 0. group_keys: each
+-- task's group (NULL, or a NULL or '' element, for none). Overwriting a
+-- pending task replaces both.
+--
 -- new_keys: a cheaper insert for batches of fresh ordering_ids; see
 -- docs/design.md, "schedule_many".
 CREATE OR REPLACE FUNCTION pgsched.schedule_many(
@@ -19,7 +24,9 @@ CREATE OR REPLACE FUNCTION pgsched.schedule_many(
     payloads        jsonb[] DEFAULT NULL,
     kinds           text[] DEFAULT NULL,
     new_keys        boolean DEFAULT false,
-    traceparents    text[] DEFAULT NULL
+    traceparents    text[] DEFAULT NULL,
+    priorities      integer[] DEFAULT NULL,
+    group_keys      text[] DEFAULT NULL
 )
 RETURNS text[]
 LANGUAGE plpgsql
@@ -28,6 +35,8 @@ AS $$
 DECLARE
     s pgsched.settings;
     t_now timestamptz := now();
+    -- A head of a limited kind is written parked (pgsched.set_limit).
+    v_limited text[] := ARRAY(SELECT l.kind FROM pgsched.kind_limits l);
     n integer := coalesce(cardinality(ordering_ids), 0);
     parts integer[];
     results text[];
@@ -41,9 +50,13 @@ DECLARE
     settle_o text[];
 BEGIN
     SELECT * INTO STRICT s FROM pgsched.settings;
-    PERFORM pgsched.schedule_check(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, s, t_now, traceparents);
+    PERFORM pgsched.schedule_check(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, s, t_now, traceparents,
+                                   priorities, group_keys);
     IF n = 0 THEN
         RETURN '{}';
+    END IF;
+    IF priorities IS NOT NULL THEN
+        PERFORM pgsched.priority_levels_add(priorities);
     END IF;
 
     SELECT array_agg(pgsched.partition_of(u.o, s.partition_count) ORDER BY u.i) INTO parts
@@ -55,12 +68,14 @@ BEGIN
     -- where there is none; see docs/design.md, "schedule_many".
     IF new_keys THEN
         WITH ins AS (
-            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, traceparent)
-            SELECT f.p, f.o, f.sa, f.uk, f.k, f.pl, f.sa, f.tp FROM (
+            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, traceparent,
+                                            priority, group_key, chain)
+            SELECT f.p, f.o, f.sa, f.uk, f.k, f.pl, f.sa, f.tp, f.pr, f.gk, CASE WHEN f.k = ANY (v_limited) THEN -1 ELSE 0 END FROM (
                 SELECT DISTINCT ON (x.p, x.o COLLATE "C") x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
-                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k, nullif(x.tp, '') AS tp
-                FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents)
-                     WITH ORDINALITY AS x(p, o, sa, uk, pl, k, tp, i)
+                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k, nullif(x.tp, '') AS tp,
+                       coalesce(x.pr, 0) AS pr, nullif(x.gk, '') AS gk
+                FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents, priorities, group_keys)
+                     WITH ORDINALITY AS x(p, o, sa, uk, pl, k, tp, pr, gk, i)
                 ORDER BY x.p, x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
             ) f
             ORDER BY f.p, f.o
@@ -69,12 +84,14 @@ BEGIN
         SELECT array_agg(ins.id) INTO fresh_ids FROM ins;
     ELSE
         WITH ins AS (
-            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, traceparent)
-            SELECT f.p, f.o, f.sa, f.uk, f.k, f.pl, f.sa, f.tp FROM (
+            INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, traceparent,
+                                            priority, group_key, chain)
+            SELECT f.p, f.o, f.sa, f.uk, f.k, f.pl, f.sa, f.tp, f.pr, f.gk, CASE WHEN f.k = ANY (v_limited) THEN -1 ELSE 0 END FROM (
                 SELECT DISTINCT ON (x.p, x.o COLLATE "C") x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
-                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k, nullif(x.tp, '') AS tp
-                FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents)
-                     WITH ORDINALITY AS x(p, o, sa, uk, pl, k, tp, i)
+                       coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k, nullif(x.tp, '') AS tp,
+                       coalesce(x.pr, 0) AS pr, nullif(x.gk, '') AS gk
+                FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents, priorities, group_keys)
+                     WITH ORDINALITY AS x(p, o, sa, uk, pl, k, tp, pr, gk, i)
                 ORDER BY x.p, x.o COLLATE "C", x.sa, coalesce(x.uk, '') COLLATE "C", x.i DESC
             ) f
             ORDER BY f.p, f.o
@@ -148,9 +165,10 @@ BEGIN
     WITH u AS (
         SELECT x.i, x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
                coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k, nullif(x.tp, '') AS tp,
+               coalesce(x.pr, 0) AS pr, nullif(x.gk, '') AS gk,
                x.i IN (SELECT unnest(done)) AS completed, x.i IN (SELECT unnest(fresh)) AS fresh
-        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents)
-             WITH ORDINALITY AS x(p, o, sa, uk, pl, k, tp, i)
+        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents, priorities, group_keys)
+             WITH ORDINALITY AS x(p, o, sa, uk, pl, k, tp, pr, gk, i)
     ), cand AS (
         SELECT DISTINCT ON (u.p, u.o, u.sa, u.uk) u.*
         FROM u WHERE NOT u.completed
@@ -162,16 +180,19 @@ BEGIN
                                  AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk
         WHERE NOT c.fresh
     ), hu AS (
-        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, traceparent = r.tp, revision = h.revision + 1, paused = false
+        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, traceparent = r.tp, priority = r.pr, group_key = r.gk,
+                                   revision = h.revision + 1, paused = false
         FROM rest r
         WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o
         RETURNING h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key
     ), bl AS (
-        INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, traceparent)
-        SELECT r.p, r.o, r.sa, r.uk, r.k, r.pl, r.sa, r.tp FROM rest r WHERE NOT r.is_head
+        INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, traceparent,
+                                          priority, group_key)
+        SELECT r.p, r.o, r.sa, r.uk, r.k, r.pl, r.sa, r.tp, r.pr, r.gk FROM rest r WHERE NOT r.is_head
         ORDER BY r.p, r.o, r.sa, r.uk
         ON CONFLICT (partition_id, ordering_id, scheduled_at, uniqueness_key) DO UPDATE
-        SET kind = excluded.kind, payload = excluded.payload, traceparent = excluded.traceparent, revision = b.revision + 1
+        SET kind = excluded.kind, payload = excluded.payload, traceparent = excluded.traceparent, priority = excluded.priority,
+            group_key = excluded.group_key, revision = b.revision + 1
         RETURNING b.partition_id, b.ordering_id, b.scheduled_at, b.uniqueness_key, (b.revision = 0) AS inserted
     ), kr AS (
         SELECT c.p, c.o, c.sa, c.uk, 'inserted' AS r FROM cand c WHERE c.fresh

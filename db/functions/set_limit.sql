@@ -12,6 +12,7 @@ LANGUAGE plpgsql
 SET jit = off
 AS $$
 DECLARE
+    p     integer;
     fresh boolean;
     err   text := pgsched.limit_error(kind, max_running, max_starts, per);
 BEGIN
@@ -24,6 +25,20 @@ BEGIN
     ON CONFLICT ON CONSTRAINT kind_limits_pkey DO UPDATE
     SET max_running = excluded.max_running, max_starts = excluded.max_starts, per = excluded.per, updated_at = excluded.updated_at;
     INSERT INTO pgsched.limit_usage AS u (kind) VALUES (set_limit.kind) ON CONFLICT ON CONSTRAINT limit_usage_pkey DO NOTHING;
+    IF fresh THEN
+        -- The kind's idle heads are parked, partition by partition; heads
+        -- written meanwhile by a statement that had not seen the limit are
+        -- parked by the leader's sweep (limit_sweep) and skipped by claims
+        -- until then.
+        FOR p IN SELECT generate_series(0, (SELECT s.partition_count - 1 FROM pgsched.settings s)) LOOP
+            UPDATE pgsched.heads h SET chain = -1
+            FROM (SELECT x.ordering_id FROM pgsched.heads x
+                  WHERE x.partition_id = p AND x.chain = 0 AND x.kind = set_limit.kind AND NOT x.running
+                  ORDER BY x.ordering_id
+                  FOR UPDATE) k
+            WHERE h.partition_id = p AND h.ordering_id = k.ordering_id AND h.chain = 0 AND NOT h.running;
+        END LOOP;
+    END IF;
     -- Raising a limit may let parked tasks start.
     PERFORM pg_notify('pgsched.due', '');
     RETURN fresh;

@@ -13,6 +13,9 @@ SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET enable_material = off
 AS $$
+DECLARE
+    -- A head of a limited kind is written parked (pgsched.set_limit).
+    v_limited text[] := ARRAY(SELECT l.kind FROM pgsched.kind_limits l);
 BEGIN
     WITH k AS (
         SELECT DISTINCT a.p, a.o FROM unnest(partition_ids, ordering_ids) AS a(p, o)
@@ -20,7 +23,7 @@ BEGIN
         -- The earliest backlog task (two index probes whatever the length)
         -- and the head, if any; swap: the backlog task becomes the head.
         SELECT k.p, k.o, b.scheduled_at, b.uniqueness_key, b.id, b.kind, b.payload, b.run_at, b.attempt,
-               b.revision, b.last_error, b.created_at, b.tick, b.traceparent,
+               b.revision, b.last_error, b.created_at, b.tick, b.traceparent, b.priority, b.group_key,
                b.id IS NOT NULL AS has_next, h.ordering_id IS NOT NULL AS has_head, h.backlog AS flag,
                b.id IS NOT NULL AND (h.ordering_id IS NULL
                    OR (NOT h.running AND (b.scheduled_at, b.id) < (h.scheduled_at, h.id))) AS swap
@@ -45,16 +48,17 @@ BEGIN
           AND h.partition_id = st.p AND h.ordering_id = st.o
     ), demoted AS (
         INSERT INTO pgsched.backlog (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
-                                     run_at, attempt, revision, last_error, created_at, tick, traceparent)
+                                     run_at, attempt, revision, last_error, created_at, tick, traceparent, priority, group_key)
         SELECT h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.id, h.kind, h.payload,
-               h.run_at, h.attempt, h.revision, h.last_error, h.created_at, h.tick, h.traceparent
+               h.run_at, h.attempt, h.revision, h.last_error, h.created_at, h.tick, h.traceparent, h.priority, h.group_key
         FROM st JOIN pgsched.heads h ON h.partition_id = st.p AND h.ordering_id = st.o
         WHERE st.swap AND st.has_head
     )
     INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
-                                    run_at, attempt, revision, last_error, created_at, tick, traceparent, backlog)
+                                    run_at, attempt, revision, last_error, created_at, tick, traceparent, priority, group_key, chain, backlog)
     SELECT st.p, st.o, st.scheduled_at, st.uniqueness_key, st.id, st.kind, st.payload,
-           st.run_at, st.attempt, st.revision, st.last_error, st.created_at, st.tick, st.traceparent,
+           st.run_at, st.attempt, st.revision, st.last_error, st.created_at, st.tick, st.traceparent, st.priority, st.group_key,
+           CASE WHEN st.kind = ANY (v_limited) THEN -1 ELSE 0 END,
            st.has_head OR EXISTS (SELECT 1 FROM pgsched.backlog b
                                   WHERE b.partition_id = st.p AND b.ordering_id = st.o
                                     AND (b.scheduled_at, b.uniqueness_key) <> (st.scheduled_at, st.uniqueness_key))
@@ -63,6 +67,7 @@ BEGIN
     SET scheduled_at = excluded.scheduled_at, uniqueness_key = excluded.uniqueness_key, id = excluded.id,
         kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, attempt = excluded.attempt,
         revision = excluded.revision, last_error = excluded.last_error, created_at = excluded.created_at,
-        tick = excluded.tick, traceparent = excluded.traceparent, backlog = excluded.backlog, next_tids = NULL, next_ids = NULL, paused = false;
+        tick = excluded.tick, traceparent = excluded.traceparent, priority = excluded.priority, group_key = excluded.group_key,
+        chain = excluded.chain, backlog = excluded.backlog, next_tids = NULL, next_ids = NULL, paused = false;
 END
 $$;

@@ -12,14 +12,16 @@
 -- rows. A row outlives its limit while tasks it counted still run, so a
 -- limit set again counts them.
 --
--- An idle head of a limited kind is parked: chain -1 instead of 0. That
--- takes it out of heads_due, the index every claim scans, so a backlog
--- held back by a limit costs the other kinds' claims nothing; parked heads
--- are claimed from heads_limited, by kind, as the limit allows. A head
--- claimed under a limit runs with chain -2: out of heads_limited, and how
--- its finish knows it counts in limit_usage. Going back to idle (a retry,
--- a release, a rescue) sets chain 0 again, and the next claim parks it
--- again if its kind is still limited.
+-- An idle head of a limited kind is parked: chain -1 instead of 0, as it
+-- is written (schedule_many, settle_heads, a finish's promotion, a give-
+-- back, a rescue), by set_limit for the heads it finds, and by the
+-- leader's limit_sweep for heads written around a set_limit or
+-- clear_limit. That takes it out of heads_due, the index every claim
+-- scans, so a backlog held back by a limit costs the other kinds' claims
+-- nothing; parked heads are claimed from heads_limited_kind as the limit
+-- allows. A head claimed under a limit runs with chain -2: out of the
+-- parked indexes, and how its finish or rescue knows it counts in
+-- limit_usage.
 
 -- +goose Up
 CREATE TABLE pgsched.kind_limits (

@@ -39,7 +39,8 @@ ORDER BY t.kind;
 -- indexes give without sorting.
 -- name: CLITasks :many
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE (sqlc.narg(kind)::text IS NULL OR t.kind = sqlc.narg(kind)::text)
   AND (sqlc.narg(state)::text IS NULL OR t.state = sqlc.narg(state)::text)
@@ -55,14 +56,14 @@ LIMIT sqlc.arg(max_rows)::integer;
 -- name: CLITaskFind :many
 SELECT t.state::text AS state, t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload,
        t.run_at::timestamptz AS at, t.attempt, coalesce(t.last_error, '')::text AS last_error,
-       coalesce(t.node_id, '')::text AS node_id, t.partition_id
+       coalesce(t.node_id, '')::text AS node_id, t.partition_id, t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE (t.id = sqlc.narg(id)::bigint OR t.uniqueness_key = sqlc.narg(uniqueness_key)::text)
   AND (sqlc.narg(ordering_id)::text IS NULL
        OR (t.partition_id = sqlc.arg(partition_id)::integer AND t.ordering_id = sqlc.narg(ordering_id)::text))
 UNION ALL
 SELECT 'dead', d.id, d.ordering_id, d.scheduled_at, d.uniqueness_key, d.kind, d.payload,
-       d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id
+       d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id, d.priority, coalesce(d.group_key, '')
 FROM pgsched.dead d
 WHERE (d.id = sqlc.narg(id)::bigint OR d.uniqueness_key = sqlc.narg(uniqueness_key)::text)
   AND (sqlc.narg(ordering_id)::text IS NULL

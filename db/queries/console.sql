@@ -41,7 +41,8 @@ LIMIT sqlc.arg(max_rows)::integer;
 -- ConsoleDeadTask is one dead task, whole.
 -- name: ConsoleDeadTask :many
 SELECT d.id, d.died_at, d.kind, d.ordering_id, d.scheduled_at, d.uniqueness_key, d.attempt, d.payload,
-       coalesce(d.last_error, '')::text AS last_error, coalesce(d.node_id, '')::text AS node_id, d.partition_id
+       coalesce(d.last_error, '')::text AS last_error, coalesce(d.node_id, '')::text AS node_id, d.partition_id,
+       d.priority, coalesce(d.group_key, '')::text AS group_key
 FROM pgsched.dead_tasks d
 WHERE d.id = sqlc.arg(id)::bigint;
 
@@ -54,17 +55,19 @@ WITH k AS (
     SELECT pgsched.partition_of(sqlc.arg(ordering_id)::text, s.partition_count) AS p FROM pgsched.settings s
 )
 SELECT t.state::text AS state, t.id::bigint AS id, t.kind, t.payload, t.run_at::timestamptz AS at, t.attempt,
-       coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id, t.partition_id
+       coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id, t.partition_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t, k
 WHERE t.partition_id = k.p AND t.ordering_id = sqlc.arg(ordering_id)::text
   AND t.scheduled_at = sqlc.arg(scheduled_at)::timestamptz AND t.uniqueness_key = sqlc.arg(uniqueness_key)::text
 UNION ALL
-SELECT 'completed', 0::bigint, c.kind, c.output, c.completed_at, c.attempt, '', coalesce(c.node_id, ''), c.partition_id
+SELECT 'completed', 0::bigint, c.kind, c.output, c.completed_at, c.attempt, '', coalesce(c.node_id, ''), c.partition_id, 0, ''
 FROM pgsched.completions c, k
 WHERE c.partition_id = k.p AND c.ordering_id = sqlc.arg(ordering_id)::text
   AND c.scheduled_at = sqlc.arg(scheduled_at)::timestamptz AND c.uniqueness_key = sqlc.arg(uniqueness_key)::text
 UNION ALL
-SELECT 'dead', d.id, d.kind, d.payload, d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id
+SELECT 'dead', d.id, d.kind, d.payload, d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id,
+       d.priority, coalesce(d.group_key, '')
 FROM pgsched.dead_tasks d, k
 WHERE d.partition_id = k.p AND d.ordering_id = sqlc.arg(ordering_id)::text
   AND d.scheduled_at = sqlc.arg(scheduled_at)::timestamptz AND d.uniqueness_key = sqlc.arg(uniqueness_key)::text;
@@ -82,7 +85,8 @@ FROM pgsched.kind_counted k;
 
 -- name: ConsoleTasksOfOrdering :many
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE t.partition_id = pgsched.partition_of(sqlc.arg(ordering_id)::text, (SELECT s.partition_count FROM pgsched.settings s))
   AND t.ordering_id = sqlc.arg(ordering_id)::text
@@ -91,7 +95,8 @@ LIMIT sqlc.arg(max_rows)::integer;
 
 -- name: ConsoleTasksRunning :many
 SELECT h.id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.kind, h.payload, 'running'::text AS state,
-       h.run_at, h.attempt, coalesce(h.last_error, '')::text AS last_error, coalesce(h.node_id, '')::text AS node_id
+       h.run_at, h.attempt, coalesce(h.last_error, '')::text AS last_error, coalesce(h.node_id, '')::text AS node_id,
+       h.priority, coalesce(h.group_key, '')::text AS group_key
 FROM pgsched.heads h
 WHERE h.running AND (sqlc.narg(kind)::text IS NULL OR h.kind = sqlc.narg(kind)::text)
 ORDER BY h.claimed_at
@@ -99,7 +104,8 @@ LIMIT sqlc.arg(max_rows)::integer;
 
 -- name: ConsoleTasks :many
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE (sqlc.narg(kind)::text IS NULL OR t.kind = sqlc.narg(kind)::text)
   AND (sqlc.narg(state)::text IS NULL OR t.state = sqlc.narg(state)::text)

@@ -7,6 +7,9 @@ SELECT pgsched.set_limit(sqlc.arg(kind)::text, max_running => sqlc.narg(max_runn
 -- name: LimitClear :one
 SELECT pgsched.clear_limit(sqlc.arg(kind)::text) AS cleared;
 
+-- name: LimitSweep :one
+SELECT pgsched.limit_sweep() AS changed;
+
 -- name: LimitsList :many
 SELECT l.kind, l.max_running, l.running::integer AS running, l.max_starts,
        coalesce(extract(epoch FROM l.per), 0)::float8 AS per_seconds, l.started_in_window::integer AS started_in_window,

@@ -6,7 +6,9 @@ SELECT pgsched.schedule_many(
     sqlc.arg(payloads)::jsonb[],
     sqlc.arg(kinds)::text[],
     sqlc.arg(new_keys)::boolean,
-    sqlc.narg(traceparents)::text[]
+    sqlc.narg(traceparents)::text[],
+    sqlc.narg(priorities)::integer[],
+    sqlc.narg(group_keys)::text[]
 )::text[] AS results;
 
 -- name: TaskCancel :exec
@@ -22,20 +24,25 @@ SELECT pgsched.reschedule(
 
 -- TaskClaimDue claims the head task of up to max_tasks due ordering queues
 -- from the given partitions, in order, for a node whose lease is live (see
--- pgsched.claim_due_many), in one transaction.
+-- pgsched.claim_due_many), in one transaction; heads of a priority other
+-- than 0 also from served_partitions.
 -- name: TaskClaimDue :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent,
+       c.priority, coalesce(c.group_key, '')::text AS group_key
 FROM pgsched.claim_due_many(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sqlc.arg(partition_ids)::integer[],
-                            sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8) AS c;
+                            sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8,
+                            sqlc.narg(served_partitions)::integer[], sqlc.narg(min_priority)::integer) AS c;
 
 -- TaskClaimDueOn is TaskClaimDue for partitions on one Citus worker,
 -- delegated to it (see pgsched.claim_due_on).
 -- name: TaskClaimDueOn :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent,
+       c.priority, coalesce(c.group_key, '')::text AS group_key
 FROM pgsched.claim_due_on(sqlc.arg(anchor)::integer, sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint,
-                          sqlc.arg(partition_ids)::integer[], sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8) AS c;
+                          sqlc.arg(partition_ids)::integer[], sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8,
+                          sqlc.narg(served_partitions)::integer[], sqlc.narg(min_priority)::integer) AS c;
 
 -- TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
 -- row marked summary carries the ids that changed (applied) and how many
@@ -51,7 +58,8 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
        coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
        coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick,
-       coalesce(r.traceparent, '')::text AS traceparent
+       coalesce(r.traceparent, '')::text AS traceparent, coalesce(r.priority, 0)::integer AS priority,
+       coalesce(r.group_key, '')::text AS group_key
 FROM pgsched.finish_tasks(
     sqlc.arg(node_id)::text,
     sqlc.arg(epoch)::bigint,
@@ -66,7 +74,7 @@ FROM pgsched.finish_tasks(
     sqlc.arg(chain_partitions)::integer[],
     sqlc.arg(chain_limit)::integer
 ) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick,
-        traceparent);
+        traceparent, priority, group_key);
 
 -- TaskFinishOn is TaskFinish for tasks of partitions on one Citus worker,
 -- delegated to it (see pgsched.finish_tasks_on).
@@ -78,7 +86,8 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
        coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
        coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick,
-       coalesce(r.traceparent, '')::text AS traceparent
+       coalesce(r.traceparent, '')::text AS traceparent, coalesce(r.priority, 0)::integer AS priority,
+       coalesce(r.group_key, '')::text AS group_key
 FROM pgsched.finish_tasks_on(
     sqlc.arg(anchor)::integer,
     sqlc.arg(node_id)::text,
@@ -94,7 +103,7 @@ FROM pgsched.finish_tasks_on(
     sqlc.arg(chain_partitions)::integer[],
     sqlc.arg(chain_limit)::integer
 ) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick,
-        traceparent);
+        traceparent, priority, group_key);
 
 -- TaskHeldBy lists the tasks the database says (node_id, epoch) runs. Running
 -- heads have no index (claims stay HOT updates), so this reads the heads
@@ -124,6 +133,10 @@ FROM pgsched.queue_next_due_on(sqlc.arg(anchor)::integer, sqlc.arg(partition_ids
 -- name: PartitionRoutes :many
 SELECT r.partition_id::integer AS partition_id, r.worker::text AS worker FROM pgsched.citus_routes() r;
 
+-- PriorityNegativeInUse says whether a priority below 0 was ever enqueued.
+-- name: PriorityNegativeInUse :one
+SELECT EXISTS (SELECT 1 FROM pgsched.priority_levels l WHERE l.priority < 0)::boolean AS in_use;
+
 -- name: SettingsGet :one
 SELECT partition_count, extract(epoch FROM grace)::float8 AS grace_seconds, extract(epoch FROM completion_retention)::float8 AS retention_seconds,
        max_payload_bytes, now()::timestamptz AS db_now
@@ -136,7 +149,8 @@ SELECT pgsched.ensure_completion_partitions(now(), sqlc.arg(days_ahead)::integer
 -- every filter given, in key order from a key onwards (keyset paging).
 -- name: TaskList :many
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE (sqlc.narg(kind)::text IS NULL OR t.kind = sqlc.narg(kind)::text)
   AND (sqlc.narg(ordering_id)::text IS NULL

@@ -206,14 +206,14 @@ func (q *Queries) CLIPartitionCount(ctx context.Context, db DBTX) (int32, error)
 const cLITaskFind = `-- name: CLITaskFind :many
 SELECT t.state::text AS state, t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload,
        t.run_at::timestamptz AS at, t.attempt, coalesce(t.last_error, '')::text AS last_error,
-       coalesce(t.node_id, '')::text AS node_id, t.partition_id
+       coalesce(t.node_id, '')::text AS node_id, t.partition_id, t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE (t.id = $1::bigint OR t.uniqueness_key = $2::text)
   AND ($3::text IS NULL
        OR (t.partition_id = $4::integer AND t.ordering_id = $3::text))
 UNION ALL
 SELECT 'dead', d.id, d.ordering_id, d.scheduled_at, d.uniqueness_key, d.kind, d.payload,
-       d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id
+       d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id, d.priority, coalesce(d.group_key, '')
 FROM pgsched.dead d
 WHERE (d.id = $1::bigint OR d.uniqueness_key = $2::text)
   AND ($3::text IS NULL
@@ -241,6 +241,8 @@ type CLITaskFindRow struct {
 	LastError     string
 	NodeID        string
 	PartitionID   int32
+	Priority      int32
+	GroupKey      string
 }
 
 // CLITaskFind finds the tasks with an id or a uniqueness key, pending,
@@ -274,6 +276,8 @@ func (q *Queries) CLITaskFind(ctx context.Context, db DBTX, arg CLITaskFindParam
 			&i.LastError,
 			&i.NodeID,
 			&i.PartitionID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
@@ -287,7 +291,8 @@ func (q *Queries) CLITaskFind(ctx context.Context, db DBTX, arg CLITaskFindParam
 
 const cLITasks = `-- name: CLITasks :many
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE ($1::text IS NULL OR t.kind = $1::text)
   AND ($2::text IS NULL OR t.state = $2::text)
@@ -317,6 +322,8 @@ type CLITasksRow struct {
 	Attempt       int32
 	LastError     string
 	NodeID        string
+	Priority      int32
+	GroupKey      string
 }
 
 // CLITasks lists pending and running tasks (the tasks view) of a kind,
@@ -350,6 +357,8 @@ func (q *Queries) CLITasks(ctx context.Context, db DBTX, arg CLITasksParams) ([]
 			&i.Attempt,
 			&i.LastError,
 			&i.NodeID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}

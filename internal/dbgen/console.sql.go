@@ -88,7 +88,8 @@ func (q *Queries) ConsoleDead(ctx context.Context, db DBTX, arg ConsoleDeadParam
 
 const consoleDeadTask = `-- name: ConsoleDeadTask :many
 SELECT d.id, d.died_at, d.kind, d.ordering_id, d.scheduled_at, d.uniqueness_key, d.attempt, d.payload,
-       coalesce(d.last_error, '')::text AS last_error, coalesce(d.node_id, '')::text AS node_id, d.partition_id
+       coalesce(d.last_error, '')::text AS last_error, coalesce(d.node_id, '')::text AS node_id, d.partition_id,
+       d.priority, coalesce(d.group_key, '')::text AS group_key
 FROM pgsched.dead_tasks d
 WHERE d.id = $1::bigint
 `
@@ -105,6 +106,8 @@ type ConsoleDeadTaskRow struct {
 	LastError     string
 	NodeID        string
 	PartitionID   int32
+	Priority      int32
+	GroupKey      string
 }
 
 // ConsoleDeadTask is one dead task, whole.
@@ -129,6 +132,8 @@ func (q *Queries) ConsoleDeadTask(ctx context.Context, db DBTX, id int64) ([]Con
 			&i.LastError,
 			&i.NodeID,
 			&i.PartitionID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
@@ -315,17 +320,19 @@ WITH k AS (
     SELECT pgsched.partition_of($1::text, s.partition_count) AS p FROM pgsched.settings s
 )
 SELECT t.state::text AS state, t.id::bigint AS id, t.kind, t.payload, t.run_at::timestamptz AS at, t.attempt,
-       coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id, t.partition_id
+       coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id, t.partition_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t, k
 WHERE t.partition_id = k.p AND t.ordering_id = $1::text
   AND t.scheduled_at = $2::timestamptz AND t.uniqueness_key = $3::text
 UNION ALL
-SELECT 'completed', 0::bigint, c.kind, c.output, c.completed_at, c.attempt, '', coalesce(c.node_id, ''), c.partition_id
+SELECT 'completed', 0::bigint, c.kind, c.output, c.completed_at, c.attempt, '', coalesce(c.node_id, ''), c.partition_id, 0, ''
 FROM pgsched.completions c, k
 WHERE c.partition_id = k.p AND c.ordering_id = $1::text
   AND c.scheduled_at = $2::timestamptz AND c.uniqueness_key = $3::text
 UNION ALL
-SELECT 'dead', d.id, d.kind, d.payload, d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id
+SELECT 'dead', d.id, d.kind, d.payload, d.died_at, d.attempt, coalesce(d.last_error, ''), coalesce(d.node_id, ''), d.partition_id,
+       d.priority, coalesce(d.group_key, '')
 FROM pgsched.dead_tasks d, k
 WHERE d.partition_id = k.p AND d.ordering_id = $1::text
   AND d.scheduled_at = $2::timestamptz AND d.uniqueness_key = $3::text
@@ -347,6 +354,8 @@ type ConsoleTaskKeyRow struct {
 	LastError   string
 	NodeID      string
 	PartitionID int32
+	Priority    int32
+	GroupKey    string
 }
 
 // ConsoleTaskKey finds a key wherever it is: pending or running (heads and
@@ -372,6 +381,8 @@ func (q *Queries) ConsoleTaskKey(ctx context.Context, db DBTX, arg ConsoleTaskKe
 			&i.LastError,
 			&i.NodeID,
 			&i.PartitionID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
@@ -385,7 +396,8 @@ func (q *Queries) ConsoleTaskKey(ctx context.Context, db DBTX, arg ConsoleTaskKe
 
 const consoleTasks = `-- name: ConsoleTasks :many
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE ($1::text IS NULL OR t.kind = $1::text)
   AND ($2::text IS NULL OR t.state = $2::text)
@@ -411,6 +423,8 @@ type ConsoleTasksRow struct {
 	Attempt       int32
 	LastError     string
 	NodeID        string
+	Priority      int32
+	GroupKey      string
 }
 
 func (q *Queries) ConsoleTasks(ctx context.Context, db DBTX, arg ConsoleTasksParams) ([]ConsoleTasksRow, error) {
@@ -434,6 +448,8 @@ func (q *Queries) ConsoleTasks(ctx context.Context, db DBTX, arg ConsoleTasksPar
 			&i.Attempt,
 			&i.LastError,
 			&i.NodeID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
@@ -448,7 +464,8 @@ func (q *Queries) ConsoleTasks(ctx context.Context, db DBTX, arg ConsoleTasksPar
 const consoleTasksOfOrdering = `-- name: ConsoleTasksOfOrdering :many
 
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE t.partition_id = pgsched.partition_of($1::text, (SELECT s.partition_count FROM pgsched.settings s))
   AND t.ordering_id = $1::text
@@ -473,6 +490,8 @@ type ConsoleTasksOfOrderingRow struct {
 	Attempt       int32
 	LastError     string
 	NodeID        string
+	Priority      int32
+	GroupKey      string
 }
 
 // The tasks page's three lists, each shaped so that a database with
@@ -502,6 +521,8 @@ func (q *Queries) ConsoleTasksOfOrdering(ctx context.Context, db DBTX, arg Conso
 			&i.Attempt,
 			&i.LastError,
 			&i.NodeID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
@@ -515,7 +536,8 @@ func (q *Queries) ConsoleTasksOfOrdering(ctx context.Context, db DBTX, arg Conso
 
 const consoleTasksRunning = `-- name: ConsoleTasksRunning :many
 SELECT h.id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.kind, h.payload, 'running'::text AS state,
-       h.run_at, h.attempt, coalesce(h.last_error, '')::text AS last_error, coalesce(h.node_id, '')::text AS node_id
+       h.run_at, h.attempt, coalesce(h.last_error, '')::text AS last_error, coalesce(h.node_id, '')::text AS node_id,
+       h.priority, coalesce(h.group_key, '')::text AS group_key
 FROM pgsched.heads h
 WHERE h.running AND ($1::text IS NULL OR h.kind = $1::text)
 ORDER BY h.claimed_at
@@ -539,6 +561,8 @@ type ConsoleTasksRunningRow struct {
 	Attempt       int32
 	LastError     string
 	NodeID        string
+	Priority      int32
+	GroupKey      string
 }
 
 func (q *Queries) ConsoleTasksRunning(ctx context.Context, db DBTX, arg ConsoleTasksRunningParams) ([]ConsoleTasksRunningRow, error) {
@@ -562,6 +586,8 @@ func (q *Queries) ConsoleTasksRunning(ctx context.Context, db DBTX, arg ConsoleT
 			&i.Attempt,
 			&i.LastError,
 			&i.NodeID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}

@@ -49,6 +49,17 @@ func (q *Queries) LimitSet(ctx context.Context, db DBTX, arg LimitSetParams) (bo
 	return fresh, err
 }
 
+const limitSweep = `-- name: LimitSweep :one
+SELECT pgsched.limit_sweep() AS changed
+`
+
+func (q *Queries) LimitSweep(ctx context.Context, db DBTX) (int32, error) {
+	row := db.QueryRow(ctx, limitSweep)
+	var changed int32
+	err := row.Scan(&changed)
+	return changed, err
+}
+
 const limitsList = `-- name: LimitsList :many
 SELECT l.kind, l.max_running, l.running::integer AS running, l.max_starts,
        coalesce(extract(epoch FROM l.per), 0)::float8 AS per_seconds, l.started_in_window::integer AS started_in_window,

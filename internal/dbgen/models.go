@@ -25,6 +25,8 @@ type PgschedBacklog struct {
 	CreatedAt     time.Time
 	Tick          bool
 	Traceparent   pgtype.Text
+	Priority      int32
+	GroupKey      pgtype.Text
 }
 
 type PgschedBackup struct {
@@ -86,6 +88,8 @@ type PgschedDead struct {
 	PartitionID   int32
 	ID            int64
 	Payload       []byte
+	Priority      int32
+	GroupKey      pgtype.Text
 }
 
 type PgschedDeadTask struct {
@@ -102,6 +106,8 @@ type PgschedDeadTask struct {
 	DiedAt        time.Time
 	Tick          bool
 	Traceparent   pgtype.Text
+	Priority      int32
+	GroupKey      pgtype.Text
 }
 
 type PgschedGooseDbVersion struct {
@@ -136,6 +142,8 @@ type PgschedHead struct {
 	Paused        bool
 	Tick          bool
 	Traceparent   pgtype.Text
+	Priority      int32
+	GroupKey      pgtype.Text
 }
 
 type PgschedKind struct {
@@ -199,7 +207,7 @@ type PgschedLimit struct {
 	Per             pgtype.Interval
 	StartedInWindow int32
 	Waiting         int64
-	Paused          bool
+	Paused          interface{}
 	UpdatedAt       time.Time
 }
 
@@ -260,6 +268,10 @@ type PgschedPending struct {
 	Pending     int64
 	Due         int64
 	NextRunAt   interface{}
+}
+
+type PgschedPriorityLevel struct {
+	Priority int32
 }
 
 type PgschedRecurring struct {
@@ -363,6 +375,8 @@ type PgschedTask struct {
 	ClaimedAt     *time.Time
 	CreatedAt     time.Time
 	Head          bool
+	Priority      int32
+	GroupKey      pgtype.Text
 }
 
 type PgschedThroughput struct {

@@ -157,6 +157,18 @@ func (q *Queries) PauseSweep(ctx context.Context, db DBTX) (int32, error) {
 	return changed, err
 }
 
+const priorityNegativeInUse = `-- name: PriorityNegativeInUse :one
+SELECT EXISTS (SELECT 1 FROM pgsched.priority_levels l WHERE l.priority < 0)::boolean AS in_use
+`
+
+// PriorityNegativeInUse says whether a priority below 0 was ever enqueued.
+func (q *Queries) PriorityNegativeInUse(ctx context.Context, db DBTX) (bool, error) {
+	row := db.QueryRow(ctx, priorityNegativeInUse)
+	var in_use bool
+	err := row.Scan(&in_use)
+	return in_use, err
+}
+
 const queueNextDue = `-- name: QueueNextDue :many
 SELECT q.partition_id::integer AS partition_id, q.due_in::float8 AS due_in
 FROM pgsched.queue_next_due($1::integer[]) q
@@ -286,17 +298,21 @@ func (q *Queries) TaskCancelRunning(ctx context.Context, db DBTX, arg TaskCancel
 
 const taskClaimDue = `-- name: TaskClaimDue :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent,
+       c.priority, coalesce(c.group_key, '')::text AS group_key
 FROM pgsched.claim_due_many($1::text, $2::bigint, $3::integer[],
-                            $4::integer, $5::float8) AS c
+                            $4::integer, $5::float8,
+                            $6::integer[], $7::integer) AS c
 `
 
 type TaskClaimDueParams struct {
-	NodeID       string
-	Epoch        int64
-	PartitionIds []int32
-	MaxTasks     int32
-	AheadSeconds float64
+	NodeID           string
+	Epoch            int64
+	PartitionIds     []int32
+	MaxTasks         int32
+	AheadSeconds     float64
+	ServedPartitions []int32
+	MinPriority      pgtype.Int4
 }
 
 type TaskClaimDueRow struct {
@@ -312,11 +328,14 @@ type TaskClaimDueRow struct {
 	ClaimedAt     time.Time
 	Tick          bool
 	Traceparent   string
+	Priority      int32
+	GroupKey      string
 }
 
 // TaskClaimDue claims the head task of up to max_tasks due ordering queues
 // from the given partitions, in order, for a node whose lease is live (see
-// pgsched.claim_due_many), in one transaction.
+// pgsched.claim_due_many), in one transaction; heads of a priority other
+// than 0 also from served_partitions.
 func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDueParams) ([]TaskClaimDueRow, error) {
 	rows, err := db.Query(ctx, taskClaimDue,
 		arg.NodeID,
@@ -324,6 +343,8 @@ func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDuePar
 		arg.PartitionIds,
 		arg.MaxTasks,
 		arg.AheadSeconds,
+		arg.ServedPartitions,
+		arg.MinPriority,
 	)
 	if err != nil {
 		return nil, err
@@ -345,6 +366,8 @@ func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDuePar
 			&i.ClaimedAt,
 			&i.Tick,
 			&i.Traceparent,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
@@ -358,18 +381,22 @@ func (q *Queries) TaskClaimDue(ctx context.Context, db DBTX, arg TaskClaimDuePar
 
 const taskClaimDueOn = `-- name: TaskClaimDueOn :many
 SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
-       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent,
+       c.priority, coalesce(c.group_key, '')::text AS group_key
 FROM pgsched.claim_due_on($1::integer, $2::text, $3::bigint,
-                          $4::integer[], $5::integer, $6::float8) AS c
+                          $4::integer[], $5::integer, $6::float8,
+                          $7::integer[], $8::integer) AS c
 `
 
 type TaskClaimDueOnParams struct {
-	Anchor       int32
-	NodeID       string
-	Epoch        int64
-	PartitionIds []int32
-	MaxTasks     int32
-	AheadSeconds float64
+	Anchor           int32
+	NodeID           string
+	Epoch            int64
+	PartitionIds     []int32
+	MaxTasks         int32
+	AheadSeconds     float64
+	ServedPartitions []int32
+	MinPriority      pgtype.Int4
 }
 
 type TaskClaimDueOnRow struct {
@@ -385,6 +412,8 @@ type TaskClaimDueOnRow struct {
 	ClaimedAt     time.Time
 	Tick          bool
 	Traceparent   string
+	Priority      int32
+	GroupKey      string
 }
 
 // TaskClaimDueOn is TaskClaimDue for partitions on one Citus worker,
@@ -397,6 +426,8 @@ func (q *Queries) TaskClaimDueOn(ctx context.Context, db DBTX, arg TaskClaimDueO
 		arg.PartitionIds,
 		arg.MaxTasks,
 		arg.AheadSeconds,
+		arg.ServedPartitions,
+		arg.MinPriority,
 	)
 	if err != nil {
 		return nil, err
@@ -418,6 +449,8 @@ func (q *Queries) TaskClaimDueOn(ctx context.Context, db DBTX, arg TaskClaimDueO
 			&i.ClaimedAt,
 			&i.Tick,
 			&i.Traceparent,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
@@ -437,7 +470,8 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
        coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
        coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick,
-       coalesce(r.traceparent, '')::text AS traceparent
+       coalesce(r.traceparent, '')::text AS traceparent, coalesce(r.priority, 0)::integer AS priority,
+       coalesce(r.group_key, '')::text AS group_key
 FROM pgsched.finish_tasks(
     $1::text,
     $2::bigint,
@@ -452,7 +486,7 @@ FROM pgsched.finish_tasks(
     $11::integer[],
     $12::integer
 ) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick,
-        traceparent)
+        traceparent, priority, group_key)
 `
 
 type TaskFinishParams struct {
@@ -486,6 +520,8 @@ type TaskFinishRow struct {
 	Claimable     int32
 	Tick          bool
 	Traceparent   string
+	Priority      int32
+	GroupKey      string
 }
 
 // TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
@@ -532,6 +568,8 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams)
 			&i.Claimable,
 			&i.Tick,
 			&i.Traceparent,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
@@ -551,7 +589,8 @@ SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::b
        coalesce(r.payload, 'null')::jsonb AS payload, coalesce(r.attempt, 0)::integer AS attempt,
        coalesce(r.run_at, 'epoch')::timestamptz AS run_at, coalesce(r.claimed_at, 'epoch')::timestamptz AS claimed_at,
        coalesce(r.claimable, 0)::integer AS claimable, coalesce(r.tick, false)::boolean AS tick,
-       coalesce(r.traceparent, '')::text AS traceparent
+       coalesce(r.traceparent, '')::text AS traceparent, coalesce(r.priority, 0)::integer AS priority,
+       coalesce(r.group_key, '')::text AS group_key
 FROM pgsched.finish_tasks_on(
     $1::integer,
     $2::text,
@@ -567,7 +606,7 @@ FROM pgsched.finish_tasks_on(
     $12::integer[],
     $13::integer
 ) AS r(applied, partition_id, id, ordering_id, scheduled_at, uniqueness_key, kind, payload, attempt, run_at, claimed_at, claimable, tick,
-        traceparent)
+        traceparent, priority, group_key)
 `
 
 type TaskFinishOnParams struct {
@@ -602,6 +641,8 @@ type TaskFinishOnRow struct {
 	Claimable     int32
 	Tick          bool
 	Traceparent   string
+	Priority      int32
+	GroupKey      string
 }
 
 // TaskFinishOn is TaskFinish for tasks of partitions on one Citus worker,
@@ -645,6 +686,8 @@ func (q *Queries) TaskFinishOn(ctx context.Context, db DBTX, arg TaskFinishOnPar
 			&i.Claimable,
 			&i.Tick,
 			&i.Traceparent,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
@@ -705,7 +748,8 @@ func (q *Queries) TaskHeldBy(ctx context.Context, db DBTX, arg TaskHeldByParams)
 
 const taskList = `-- name: TaskList :many
 SELECT t.id, t.ordering_id, t.scheduled_at, t.uniqueness_key, t.kind, t.payload, t.state,
-       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id
+       t.run_at, t.attempt, coalesce(t.last_error, '')::text AS last_error, coalesce(t.node_id, '')::text AS node_id,
+       t.priority, coalesce(t.group_key, '')::text AS group_key
 FROM pgsched.tasks t
 WHERE ($1::text IS NULL OR t.kind = $1::text)
   AND ($2::text IS NULL
@@ -742,6 +786,8 @@ type TaskListRow struct {
 	Attempt       int32
 	LastError     string
 	NodeID        string
+	Priority      int32
+	GroupKey      string
 }
 
 // TaskList lists pending and running tasks (the tasks view) that match
@@ -776,6 +822,8 @@ func (q *Queries) TaskList(ctx context.Context, db DBTX, arg TaskListParams) ([]
 			&i.Attempt,
 			&i.LastError,
 			&i.NodeID,
+			&i.Priority,
+			&i.GroupKey,
 		); err != nil {
 			return nil, err
 		}
@@ -884,7 +932,9 @@ SELECT pgsched.schedule_many(
     $4::jsonb[],
     $5::text[],
     $6::boolean,
-    $7::text[]
+    $7::text[],
+    $8::integer[],
+    $9::text[]
 )::text[] AS results
 `
 
@@ -896,6 +946,8 @@ type TaskScheduleManyParams struct {
 	Kinds          []string
 	NewKeys        bool
 	Traceparents   []string
+	Priorities     []int32
+	GroupKeys      []string
 }
 
 func (q *Queries) TaskScheduleMany(ctx context.Context, db DBTX, arg TaskScheduleManyParams) ([]string, error) {
@@ -907,6 +959,8 @@ func (q *Queries) TaskScheduleMany(ctx context.Context, db DBTX, arg TaskSchedul
 		arg.Kinds,
 		arg.NewKeys,
 		arg.Traceparents,
+		arg.Priorities,
+		arg.GroupKeys,
 	)
 	var results []string
 	err := row.Scan(&results)

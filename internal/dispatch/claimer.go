@@ -85,7 +85,10 @@ func (c *claimer) claim(ctx context.Context, term *lease.Term, free int) (jobs [
 		end = tr.StartBatch(cctx, "claim")
 	}
 	var unreached []int32
-	jobs, unreached, err = d.cfg.Store.ClaimFrom(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, claimFrom, free, d.cfg.ClaimAhead)
+	// The node's other partitions are looked in for tasks of a priority
+	// other than 0 (when any is in use): one enqueued since the due
+	// partitions were read is claimed before the lower ones known.
+	jobs, unreached, err = d.cfg.Store.ClaimFrom(cctx, d.cfg.DB, d.cfg.Node.ID(), term.Epoch, claimFrom, parts, free, d.cfg.ClaimAhead)
 	received = time.Now()
 	cancel()
 	if end != nil {
@@ -112,17 +115,19 @@ func (c *claimer) claim(ctx context.Context, term *lease.Term, free int) (jobs [
 		if len(jobs) > 0 {
 			c.recheckAt = time.Now()
 		}
-	} else {
-		// The claim moved on from a partition only once it ran dry: start
-		// the next one at the last that gave tasks.
+	} else if last := jobs[len(jobs)-1]; last.Priority <= 0 {
+		// The claim moved on from a partition only once it ran dry (at
+		// the last task's priority and every higher one; lower ones wait
+		// for the due partitions' next read): start the next one at the
+		// last that gave tasks. A claim that stopped at a priority above
+		// 0 left the lower ones where they were: the list stays whole.
 		// Partitions the claim did not reach (on Citus, those of workers
 		// not called) stay, in their places.
-		last := jobs[len(jobs)-1].Partition
 		if len(unreached) == 0 {
-			for len(c.due) > 1 && c.due[0].Partition != last {
+			for len(c.due) > 1 && c.due[0].Partition != last.Partition {
 				c.due = c.due[1:]
 			}
-		} else if i := slices.IndexFunc(c.due, func(p store.DuePartition) bool { return p.Partition == last }); i > 0 {
+		} else if i := slices.IndexFunc(c.due, func(p store.DuePartition) bool { return p.Partition == last.Partition }); i > 0 {
 			kept := make([]store.DuePartition, 0, len(c.due))
 			for _, p := range c.due[:i] {
 				if slices.Contains(unreached, int32(p.Partition)) {

@@ -15,6 +15,15 @@
 // (internal/ordering); claimed tasks beyond that wait in its queue, and
 // those of a term that ended go back at once.
 //
+// With task priorities in use the claim takes the due heads of each
+// priority in turn, highest first, across the partitions, and also looks
+// for those above 0 in the node's partitions it did not read as due: a
+// high-priority task enqueued meanwhile is claimed next, not after the
+// backlog the due list holds. A claim that stopped at such a priority
+// leaves the due list whole (the lower ones are still there). The queue
+// stays first in, first out: it holds at most Prefetch tasks, so a
+// high-priority task waits behind at most that many claimed before it.
+//
 // The loop sleeps until the earliest known due time (an in-memory timer), a
 // NOTIFY saying new work is due, a freed slot or finished batch, or the poll
 // interval, whichever comes first: future work is pulled, past-due work is
@@ -47,7 +56,8 @@
 // node serves, only under a live lease, and at most 16 in a row per
 // ordering_id (then the next waits for a claim, which takes the
 // longest-waiting heads first, so ordering_ids queued behind long chains
-// get their turn). A node may so hold up to one batch more than
+// get their turn), and none below the highest priority in use (it waits
+// for a claim, which takes higher priorities first). A node may so hold up to one batch more than
 // Concurrency plus Prefetch for a moment; the loop claims nothing until
 // it is back under. When most outcomes hand over, the finish statement is
 // where the node's claiming happens and one at a time bounds the node, so

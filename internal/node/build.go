@@ -154,6 +154,7 @@ func (n *Node) leaderDuties(p *parts) (*maintenanceRunners, error) {
 		Add(&maintenance.Rescue{Store: st, DB: ctl, OrphansEvery: time.Minute, Logger: log,
 			Rescued: func(k int) { m.Rescued.Add(float64(k)) }}, 0).
 		Add(&maintenance.PauseSweep{Store: st, DB: ctl, Logger: log}, 5*time.Second).
+		Add(&maintenance.LimitSweep{Store: st, DB: ctl, Logger: log}, 5*time.Second).
 		Add(&maintenance.CancelPrune{Store: st, DB: ctl}, 5*time.Second).
 		Add(planner, 0).
 		Add(&maintenance.Completions{Store: st, DB: ctl, Logger: log}, time.Hour).

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/pgsched/pgsched/internal/dbgen"
 )
@@ -62,6 +63,8 @@ func NewCitus(schema string) (*Citus, error) {
 type placement struct {
 	read   time.Time
 	worker map[int32]string // empty: not distributed over Citus
+	// negative: a priority below 0 is in use (see ClaimFrom).
+	negative bool
 }
 
 // Claim is PG.Claim, one transaction per Citus worker holding the
@@ -70,35 +73,59 @@ type placement struct {
 // ones have committed: their tasks are returned with the error, and are
 // the node's to run.
 func (s *Citus) Claim(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int, ahead time.Duration) ([]Claimed, error) {
-	jobs, _, err := s.ClaimFrom(ctx, db, node, epoch, partitions, max, ahead)
+	jobs, _, err := s.ClaimFrom(ctx, db, node, epoch, partitions, nil, max, ahead)
 	return jobs, err
 }
 
 // ClaimFrom is Claim that also returns the partitions the claim did not
 // reach: once max tasks are claimed the workers not yet called are not,
 // and their partitions are unreached wherever they stand in the list.
-func (s *Citus) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int,
+//
+// Priorities: each worker's call takes its heads by priority, and the
+// first call also looks for heads of a priority above 0 in every served
+// partition, through its worker (statements on partitions another worker
+// holds go there), so those come first whichever worker holds them. With
+// priorities below 0 in use (as the placement read last saw), the workers
+// are called twice: first for priorities from 0 up, then, while there is
+// room, for the rest, so no worker's negative ones go before another's
+// default ones.
+func (s *Citus) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64, partitions, served []int32, max int,
 	ahead time.Duration) (jobs []Claimed, unreached []int32, err error) {
 	groups := s.byWorker(ctx, db, partitions)
 	if groups == nil {
-		return s.PG.ClaimFrom(ctx, db, node, epoch, partitions, max, ahead)
+		return s.PG.ClaimFrom(ctx, db, node, epoch, partitions, served, max, ahead)
+	}
+	floors := []pgtype.Int4{{}}
+	if p := s.cur.Load(); p != nil && p.negative {
+		floors = []pgtype.Int4{{Int32: 0, Valid: true}, {}}
+	}
+	called := make([]bool, len(groups))
+	for round, floor := range floors {
+		for gi, g := range groups {
+			if len(jobs) >= max {
+				break
+			}
+			parts := pick(partitions, g)
+			var look []int32
+			if round == 0 && gi == 0 {
+				look = served
+			}
+			rows, err := s.q.TaskClaimDueOn(ctx, s.db(db), dbgen.TaskClaimDueOnParams{
+				Anchor: parts[0], NodeID: node, Epoch: epoch, PartitionIds: parts, MaxTasks: sqlCount(max - len(jobs)),
+				AheadSeconds: ahead.Seconds(), ServedPartitions: look, MinPriority: floor,
+			})
+			if err != nil {
+				return jobs, nil, fmt.Errorf("claiming on the Citus worker of partition %d: %w", parts[0], err)
+			}
+			called[gi] = true
+			for _, r := range rows {
+				jobs = append(jobs, claimedRow(dbgen.TaskClaimDueRow(r)))
+			}
+		}
 	}
 	for gi, g := range groups {
-		parts := pick(partitions, g)
-		if len(jobs) >= max {
-			for _, rest := range groups[gi:] {
-				unreached = append(unreached, pick(partitions, rest)...)
-			}
-			break
-		}
-		rows, err := s.q.TaskClaimDueOn(ctx, s.db(db), dbgen.TaskClaimDueOnParams{
-			Anchor: parts[0], NodeID: node, Epoch: epoch, PartitionIds: parts, MaxTasks: sqlCount(max - len(jobs)), AheadSeconds: ahead.Seconds(),
-		})
-		if err != nil {
-			return jobs, nil, fmt.Errorf("claiming on the Citus worker of partition %d: %w", parts[0], err)
-		}
-		for _, r := range rows {
-			jobs = append(jobs, claimedRow(dbgen.TaskClaimDueRow(r)))
+		if !called[gi] {
+			unreached = append(unreached, pick(partitions, g)...)
 		}
 	}
 	return jobs, unreached, nil
@@ -218,6 +245,11 @@ func (s *Citus) readPlacement(ctx context.Context, db DBTX, old *placement) *pla
 		for _, r := range rows {
 			next.worker[r.PartitionID] = r.Worker
 		}
+	}
+	if neg, err := s.q.PriorityNegativeInUse(ctx, s.db(db)); err == nil {
+		next.negative = neg
+	} else if old != nil {
+		next.negative = old.negative
 	}
 	s.cur.Store(next)
 	return next

@@ -20,20 +20,27 @@ type Claimed = pgschedtype.Job
 // Claim takes the head task of up to max due queues from the partitions, in
 // the order given, for the node (node, epoch), in one transaction. Nothing is
 // claimed when the node's lease is not live. Tasks due within ahead are
-// claimed too; their RunAt is after their ClaimedAt.
+// claimed too; their RunAt is after their ClaimedAt. Tasks of a higher
+// priority come first (see ClaimFrom).
 func (s *PG) Claim(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int, ahead time.Duration) ([]Claimed, error) {
-	jobs, _, err := s.ClaimFrom(ctx, db, node, epoch, partitions, max, ahead)
+	jobs, _, err := s.ClaimFrom(ctx, db, node, epoch, partitions, nil, max, ahead)
 	return jobs, err
 }
 
-// ClaimFrom is Claim that also returns the partitions the claim did not
-// reach. On one server there are none: the claim takes the partitions in
-// the order given until it has max tasks, so a partition before the last
-// one that gave tasks ran dry.
-func (s *PG) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int,
+// ClaimFrom is Claim that also looks for due tasks of a priority other
+// than 0 in served (the node's other partitions, not known to be due), and
+// returns the partitions the claim did not reach. With priorities in use
+// the claim takes each priority's due heads, highest first, from every
+// partition before it moves to the next lower one. On one server no
+// partition is unreached: within a priority the claim takes the
+// partitions in the order given until it has max tasks, so a partition
+// before the last one that gave tasks ran dry at that priority and every
+// higher one.
+func (s *PG) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64, partitions, served []int32, max int,
 	ahead time.Duration) (jobs []Claimed, unreached []int32, err error) {
 	rows, err := s.q.TaskClaimDue(ctx, s.db(db), dbgen.TaskClaimDueParams{
 		NodeID: node, Epoch: epoch, PartitionIds: partitions, MaxTasks: sqlCount(max), AheadSeconds: ahead.Seconds(),
+		ServedPartitions: served,
 	})
 	if err != nil {
 		return nil, nil, err
@@ -55,16 +62,16 @@ func sqlCount(n int) int32 {
 // claimedRow builds a Claimed from a row of pgsched.claim_due_many.
 func claimedRow(r dbgen.TaskClaimDueRow) Claimed {
 	return claimed(r.PartitionID, r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind,
-		r.Payload, r.Attempt, r.RunAt, r.ClaimedAt, r.Tick, r.Traceparent)
+		r.Payload, r.Attempt, r.RunAt, r.ClaimedAt, r.Tick, r.Traceparent, r.Priority, r.GroupKey)
 }
 
 // claimed builds a Claimed from the columns a claim and a handover return.
 func claimed(partition int32, id int64, orderingID string, scheduledAt time.Time, uniquenessKey, kind string,
-	payload []byte, attempt int32, runAt, claimedAt time.Time, tick bool, traceparent string) Claimed {
+	payload []byte, attempt int32, runAt, claimedAt time.Time, tick bool, traceparent string, priority int32, groupKey string) Claimed {
 	return Claimed{
 		Partition: int(partition), ID: id, OrderingID: orderingID, ScheduledAt: scheduledAt,
 		UniquenessKey: uniquenessKey, Kind: kind, Payload: payload, Attempt: int(attempt),
-		RunAt: runAt, ClaimedAt: claimedAt, Tick: tick, Traceparent: traceparent,
+		RunAt: runAt, ClaimedAt: claimedAt, Tick: tick, Traceparent: traceparent, Priority: priority, GroupKey: groupKey,
 	}
 }
 
@@ -224,7 +231,7 @@ func finished(rows []dbgen.TaskFinishRow) Finished {
 			continue
 		}
 		f.HandedOver = append(f.HandedOver, claimed(r.PartitionID, r.ID, r.OrderingID, r.ScheduledAt, r.UniquenessKey, r.Kind,
-			r.Payload, r.Attempt, r.RunAt, r.ClaimedAt, r.Tick, r.Traceparent))
+			r.Payload, r.Attempt, r.RunAt, r.ClaimedAt, r.Tick, r.Traceparent, r.Priority, r.GroupKey))
 	}
 	return f
 }

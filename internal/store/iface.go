@@ -28,7 +28,7 @@ type Store interface {
 
 	// Running tasks (a worker node's claims and outcomes)
 	Claim(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int, ahead time.Duration) ([]Claimed, error)
-	ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64, partitions []int32, max int, ahead time.Duration) (jobs []Claimed, unreached []int32, err error)
+	ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64, partitions, served []int32, max int, ahead time.Duration) (jobs []Claimed, unreached []int32, err error)
 	Finish(ctx context.Context, db DBTX, node string, epoch int64, outs []Outcome, hand Handover) (Finished, error)
 	TaskOutput(ctx context.Context, db DBTX, orderingID string, scheduledAt time.Time, uniquenessKey string) ([]byte, error)
 	NextDue(ctx context.Context, db DBTX, partitions []int32) ([]DuePartition, error)
@@ -65,6 +65,7 @@ type Store interface {
 	SetLimit(ctx context.Context, db DBTX, kind string, l Limit) (bool, error)
 	ClearLimit(ctx context.Context, db DBTX, kind string) (bool, error)
 	Limits(ctx context.Context, db DBTX) ([]LimitInfo, error)
+	LimitSweep(ctx context.Context, db DBTX) (int, error)
 	CancelRunning(ctx context.Context, db DBTX, orderingID string, scheduledAt time.Time, uniquenessKey string) (bool, error)
 	CancelRequests(ctx context.Context, db DBTX) ([]int64, error)
 	CancelChannel() string

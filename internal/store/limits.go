@@ -51,6 +51,13 @@ func (s *PG) ClearLimit(ctx context.Context, db DBTX, kind string) (bool, error)
 	return ok, translate(err)
 }
 
+// LimitSweep parks and unparks heads written around a set_limit or
+// clear_limit (pgsched.limit_sweep) and returns how many changed.
+func (s *PG) LimitSweep(ctx context.Context, db DBTX) (int, error) {
+	n, err := s.q.LimitSweep(ctx, s.db(db))
+	return int(n), translate(err)
+}
+
 // Limits lists the limited kinds by name (the limits view).
 func (s *PG) Limits(ctx context.Context, db DBTX) ([]LimitInfo, error) {
 	rows, err := s.q.LimitsList(ctx, s.db(db))

@@ -39,6 +39,8 @@ type Listed struct {
 	Attempt       int
 	LastError     string
 	NodeID        string
+	Priority      int32
+	GroupKey      string
 }
 
 // ListTasks returns the tasks f selects in key order.
@@ -68,7 +70,7 @@ func listed(r dbgen.TaskListRow) Listed {
 	return Listed{
 		ID: r.ID, OrderingID: r.OrderingID, ScheduledAt: r.ScheduledAt, UniquenessKey: r.UniquenessKey,
 		Kind: r.Kind, Payload: r.Payload, State: r.State, RunAt: r.RunAt, Attempt: int(r.Attempt),
-		LastError: r.LastError, NodeID: r.NodeID,
+		LastError: r.LastError, NodeID: r.NodeID, Priority: r.Priority, GroupKey: r.GroupKey,
 	}
 }
 

@@ -132,6 +132,9 @@ type NewTask struct {
 	Payload       []byte
 	// Traceparent is the enqueueing call's W3C trace context, "" for none.
 	Traceparent string
+	// Priority orders due heads (higher first); GroupKey, "" for none.
+	Priority int32
+	GroupKey string
 }
 
 // ScheduleMany enqueues tasks atomically in one statement and returns one
@@ -165,6 +168,20 @@ func (s *PG) ScheduleMany(ctx context.Context, db DBTX, tasks []NewTask, newKeys
 				arg.Traceparents = make([]string, n)
 			}
 			arg.Traceparents[i] = t.Traceparent
+		}
+		// Likewise priorities and group keys: a batch at the defaults
+		// sends NULL, so schedule_many does no more than before.
+		if t.Priority != 0 {
+			if arg.Priorities == nil {
+				arg.Priorities = make([]int32, n)
+			}
+			arg.Priorities[i] = t.Priority
+		}
+		if t.GroupKey != "" {
+			if arg.GroupKeys == nil {
+				arg.GroupKeys = make([]string, n)
+			}
+			arg.GroupKeys[i] = t.GroupKey
 		}
 	}
 	res, err := s.q.TaskScheduleMany(ctx, s.db(db), arg)

@@ -1,7 +1,8 @@
 -- finish_tasks on Citus: what db/functions/finish_tasks.sql does on one
 -- server (see there), with every statement naming one partition, so Citus
 -- routes it to the worker holding it. A batch spanning partitions goes
--- through finish_tasks_split, a call per partition.
+-- through finish_tasks_split, a call per partition. v_top: the highest
+-- priority in use, below which no successor is handed over.
 CREATE OR REPLACE FUNCTION pgsched.finish_tasks(
     p_node_id      text,
     p_epoch        bigint,
@@ -18,7 +19,7 @@ CREATE OR REPLACE FUNCTION pgsched.finish_tasks(
 )
 RETURNS TABLE (applied bigint[], partition_id integer, id bigint, ordering_id text, scheduled_at timestamptz,
                uniqueness_key text, kind text, payload jsonb, attempt integer, run_at timestamptz,
-               claimed_at timestamptz, claimable integer, tick boolean, traceparent text)
+               claimed_at timestamptz, claimable integer, tick boolean, traceparent text, priority integer, group_key text)
 LANGUAGE plpgsql
 SET plan_cache_mode = force_custom_plan
 SET jit = off
@@ -44,6 +45,7 @@ DECLARE
     handed  integer := 0;
     handed2 integer;
     v_paused text[] := '{}';
+    v_top   integer := 0;
     t_now   timestamptz := now(); -- Citus refuses now() in RETURNING and CASE
     retry_ats timestamptz[];
     v_one integer;
@@ -62,13 +64,13 @@ BEGIN
         PERFORM pgsched.lock_heads(partition_ids, ordering_ids);
     END IF;
 
-    IF room > 0 AND NOT EXISTS (SELECT 1 FROM pgsched.nodes n
-                                WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now
-                                  AND n.timeline IN (0, pgsched.timeline())) THEN
+    IF room > 0 AND EXISTS (SELECT 1 FROM pgsched.nodes n
+                            WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now
+                              AND n.timeline IN (0, pgsched.timeline())) THEN
+        SELECT coalesce(array_agg(k.kind), '{}'), greatest((SELECT max(l.priority) FROM pgsched.priority_levels l), 0)
+        INTO v_paused, v_top FROM pgsched.paused_kinds k;
+    ELSE
         room := 0;
-    END IF;
-    IF room > 0 THEN
-        SELECT coalesce(array_agg(k.kind), '{}') INTO v_paused FROM pgsched.paused_kinds k;
     END IF;
 
     -- Completed and dead tasks leave; where the head knew its successor
@@ -95,7 +97,7 @@ BEGIN
         DELETE FROM pgsched.backlog b USING known k
         WHERE b.partition_id = k.p AND b.id = k.id AND b.ordering_id = k.o AND b.ctid = k.tid AND b.partition_id = v_one
         RETURNING b.*, k.rest_tids, k.rest_ids, k.more_after, k.c AS prev_chain,
-                  coalesce(k.i <= room AND b.run_at <= t_now AND k.c < p_chain_limit
+                  coalesce(k.i <= room AND b.run_at <= t_now AND k.c < p_chain_limit AND b.priority >= v_top
                            AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
     -- Citus routes a statement whole only when its modifying CTEs are
     -- DELETEs or UPDATEs: the rows to insert come back as arrays and the
@@ -108,14 +110,14 @@ BEGIN
            array_agg(ROW(g.partition_id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.attempt, g.node_id,
                          t_now, g.tick, NULL::jsonb)::pgsched.completions) FILTER (WHERE g.outcome = 'completed'),
            array_agg(ROW(g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt,
-                         g.err, g.node_id, t_now, g.tick, g.traceparent)::pgsched.dead_tasks) FILTER (WHERE g.outcome = 'dead'),
+                         g.err, g.node_id, t_now, g.tick, g.traceparent, g.priority, g.group_key)::pgsched.dead_tasks) FILTER (WHERE g.outcome = 'dead'),
            (SELECT array_agg(ROW(m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
                    m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at,
                    cardinality(m.rest_tids) > 0 OR m.more_after,
                    m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
                    CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
                    CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_tids END,
-                   CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after, false, m.tick, m.traceparent)::pgsched.heads)
+                   CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after, false, m.tick, m.traceparent, m.priority, m.group_key)::pgsched.heads)
             FROM moved m)
     INTO gone_p, gone_o, gone_c, gone_id, known_n, v_tomb, v_dead, v_new FROM gone g;
     IF v_tomb IS NOT NULL THEN
@@ -133,7 +135,7 @@ BEGIN
     IF fast IS NOT NULL THEN
         RETURN QUERY
         SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
-               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent
+               x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent, x.priority, x.group_key
         FROM unnest(fast) x;
         handed := cardinality(fast);
     END IF;
@@ -169,7 +171,7 @@ BEGIN
             WHERE b.partition_id = pick.p AND b.ctid = pick.tid
               AND b.ordering_id = pick.o AND b.id = pick.bid AND b.partition_id = v_one
             RETURNING b.*, pick.more, pick.next_tids, pick.next_ids, pick.next_more, pick.c AS prev_chain,
-                      coalesce(pick.i + known_n <= room AND b.run_at <= t_now AND pick.c < p_chain_limit
+                      coalesce(pick.i + known_n <= room AND b.run_at <= t_now AND pick.c < p_chain_limit AND b.priority >= v_top
                                AND b.partition_id = ANY (p_chain_partitions) AND b.kind <> ALL (v_paused), false) AS run
         -- Routed whole, the INSERT apart (see the first statement).
         )
@@ -177,14 +179,14 @@ BEGIN
                    m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at, m.more,
                    m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
                    CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
-                   m.next_tids, m.next_ids, m.next_more, false, m.tick, m.traceparent)::pgsched.heads)
+                   m.next_tids, m.next_ids, m.next_more, false, m.tick, m.traceparent, m.priority, m.group_key)::pgsched.heads)
         INTO v_new FROM moved m;
         handed2 := 0;
         IF v_new IS NOT NULL THEN
             INSERT INTO pgsched.heads SELECT x.* FROM unnest(v_new) AS x;
             RETURN QUERY
             SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
-                   x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent
+                   x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent, x.priority, x.group_key
             FROM unnest(v_new) AS x WHERE x.running;
             GET DIAGNOSTICS handed2 = ROW_COUNT;
         END IF;
@@ -205,8 +207,7 @@ BEGIN
             PERFORM pgsched.settle_heads(back_p, back_o);
             promoted := promoted + cardinality(back_p);
         END IF;
-        back_p := NULL;
-        back_o := NULL;
+        back_p := NULL; back_o := NULL;
     END IF;
 
     IF cardinality(gone_id) IS DISTINCT FROM cardinality(task_ids) THEN

@@ -19,7 +19,7 @@ CREATE OR REPLACE FUNCTION pgsched.finish_tasks_on(
 )
 RETURNS TABLE (applied bigint[], partition_id integer, id bigint, ordering_id text, scheduled_at timestamptz,
                uniqueness_key text, kind text, payload jsonb, attempt integer, run_at timestamptz,
-               claimed_at timestamptz, claimable integer, tick boolean, traceparent text)
+               claimed_at timestamptz, claimable integer, tick boolean, traceparent text, priority integer, group_key text)
 LANGUAGE plpgsql
 AS $$
 BEGIN

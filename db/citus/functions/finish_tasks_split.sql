@@ -20,7 +20,7 @@ CREATE OR REPLACE FUNCTION pgsched.finish_tasks_split(
 )
 RETURNS TABLE (applied bigint[], partition_id integer, id bigint, ordering_id text, scheduled_at timestamptz,
                uniqueness_key text, kind text, payload jsonb, attempt integer, run_at timestamptz,
-               claimed_at timestamptz, claimable integer, tick boolean, traceparent text)
+               claimed_at timestamptz, claimable integer, tick boolean, traceparent text, priority integer, group_key text)
 LANGUAGE plpgsql
 AS $$
 #variable_conflict use_column
@@ -44,7 +44,7 @@ BEGIN
                 applied := NULL; partition_id := r.partition_id; id := r.id; ordering_id := r.ordering_id;
                 scheduled_at := r.scheduled_at; uniqueness_key := r.uniqueness_key; kind := r.kind; payload := r.payload;
                 attempt := r.attempt; run_at := r.run_at; claimed_at := r.claimed_at; claimable := NULL; tick := r.tick;
-                traceparent := r.traceparent;
+                traceparent := r.traceparent; priority := r.priority; group_key := r.group_key;
                 room := greatest(room - 1, 0);
                 RETURN NEXT;
             END IF;
@@ -53,6 +53,7 @@ BEGIN
     applied := acc; claimable := acc_n;
     partition_id := NULL; id := NULL; ordering_id := NULL; scheduled_at := NULL; uniqueness_key := NULL; kind := NULL;
     payload := NULL; attempt := NULL; run_at := NULL; claimed_at := NULL; tick := NULL; traceparent := NULL;
+    priority := NULL; group_key := NULL;
     RETURN NEXT;
 END
 $$;

@@ -4,8 +4,8 @@
 -- naming the field (SQLSTATE PGS01 invalid, PGS02 in the past, PGS03
 -- running). A key given twice in one batch: the last one wins, as if the
 -- batch were enqueued in turn, and both positions report its result. A NULL
--- or empty kind is 'default', a NULL payload {}. traceparents: as on one
--- server (db/functions/schedule_many.sql).
+-- or empty kind is 'default', a NULL payload {}. traceparents, priorities
+-- and group_keys: as on one server (db/functions/schedule_many.sql).
 --
 -- new_keys: a cheaper insert for batches of fresh ordering_ids; see
 -- docs/design.md, "schedule_many".
@@ -16,7 +16,9 @@ CREATE OR REPLACE FUNCTION pgsched.schedule_many(
     payloads        jsonb[] DEFAULT NULL,
     kinds           text[] DEFAULT NULL,
     new_keys        boolean DEFAULT false,
-    traceparents    text[] DEFAULT NULL
+    traceparents    text[] DEFAULT NULL,
+    priorities      integer[] DEFAULT NULL,
+    group_keys      text[] DEFAULT NULL
 )
 RETURNS text[]
 LANGUAGE plpgsql
@@ -39,7 +41,6 @@ DECLARE
     settle_o text[];
     v_one integer;
     q     record;
-    sub   text[];
     kr_p  integer[] := '{}';
     kr_o  text[] := '{}';
     kr_sa timestamptz[] := '{}';
@@ -52,6 +53,8 @@ DECLARE
     nb_k  text[];
     nb_pl jsonb[];
     nb_tp text[];
+    nb_pr integer[];
+    nb_gk text[];
     nb_id bigint[];
     fresh_o text[];
 BEGIN
@@ -65,7 +68,8 @@ BEGIN
                   DETAIL = 'Task ids, which order tasks of equal scheduled_at by enqueue, come from the coordinator''s sequence.';
     END IF;
     SELECT * INTO STRICT s FROM pgsched.settings;
-    PERFORM pgsched.schedule_check(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, s, t_now, traceparents);
+    PERFORM pgsched.schedule_check(ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, s, t_now, traceparents,
+                                   priorities, group_keys);
     IF n = 0 THEN
         RETURN '{}';
     END IF;
@@ -74,26 +78,16 @@ BEGIN
     FROM unnest(ordering_ids) WITH ORDINALITY AS u(o, i);
 
     -- Citus: each statement below names one partition, so Citus routes
-    -- it to the worker holding it. A batch spanning partitions runs as one
-    -- call per partition, in partition order (keys stay locked in key
-    -- order), in this transaction; results go back to their positions.
+    -- it to the worker holding it; a batch spanning partitions goes
+    -- through schedule_many_split, a call per partition.
     IF (SELECT count(DISTINCT x.p) FROM unnest(parts) AS x(p)) > 1 THEN
-        results := array_fill(NULL::text, ARRAY[n]);
-        FOR q IN SELECT x.p, array_agg(x.i ORDER BY x.i) AS pos FROM unnest(parts) WITH ORDINALITY AS x(p, i) GROUP BY x.p ORDER BY x.p LOOP
-            sub := pgsched.schedule_many(
-                ARRAY(SELECT ordering_ids[j] FROM unnest(q.pos) AS j),
-                ARRAY(SELECT scheduled_ats[j] FROM unnest(q.pos) AS j),
-                CASE WHEN uniqueness_keys IS NOT NULL THEN ARRAY(SELECT uniqueness_keys[j] FROM unnest(q.pos) AS j) END,
-                CASE WHEN payloads IS NOT NULL THEN ARRAY(SELECT payloads[j] FROM unnest(q.pos) AS j) END,
-                CASE WHEN kinds IS NOT NULL THEN ARRAY(SELECT kinds[j] FROM unnest(q.pos) AS j) END,
-                new_keys, CASE WHEN traceparents IS NOT NULL THEN ARRAY(SELECT traceparents[j] FROM unnest(q.pos) AS j) END);
-            FOR k IN 1 .. cardinality(q.pos) LOOP
-                results[q.pos[k]] := sub[k];
-            END LOOP;
-        END LOOP;
-        RETURN results;
+        RETURN pgsched.schedule_many_split(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, new_keys,
+                                           traceparents, priorities, group_keys);
     END IF;
     v_one := parts[1];
+    IF priorities IS NOT NULL THEN
+        PERFORM pgsched.priority_levels_add(priorities);
+    END IF;
 
     -- Lock every ordering_id's head in key order (no deadlock with other
     -- batches and finishers), writing the batch's earliest task as the head
@@ -101,7 +95,8 @@ BEGIN
     -- Citus: the same rows, each partition's in a statement Citus routes
     -- whole (see schedule_new_heads).
     SELECT h.fresh_ids, h.fresh_o INTO fresh_ids, fresh_o
-    FROM pgsched.schedule_new_heads(v_one, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, new_keys, t_now, traceparents) h;
+    FROM pgsched.schedule_new_heads(v_one, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, new_keys, t_now, traceparents,
+                                     priorities, group_keys) h;
 
     -- n heads written for n positions: every position is its key's.
     fresh_all := coalesce(cardinality(fresh_ids), 0) = n;
@@ -169,8 +164,10 @@ BEGIN
     WITH u AS (
         SELECT x.i, x.p, x.o COLLATE "C" AS o, x.sa, coalesce(x.uk, '') COLLATE "C" AS uk,
                coalesce(x.pl, '{}'::jsonb) AS pl, coalesce(nullif(x.k, ''), 'default') AS k, nullif(x.tp, '') AS tp,
+               coalesce(x.pr, 0) AS pr, nullif(x.gk, '') AS gk,
                x.i IN (SELECT unnest(done)) AS completed, x.i IN (SELECT unnest(fresh)) AS fresh
-        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents) WITH ORDINALITY AS x(p, o, sa, uk, pl, k, tp, i)
+        FROM unnest(parts, ordering_ids, scheduled_ats, uniqueness_keys, payloads, kinds, traceparents, priorities, group_keys)
+             WITH ORDINALITY AS x(p, o, sa, uk, pl, k, tp, pr, gk, i)
     ), cand AS (
         SELECT DISTINCT ON (u.p, u.o, u.sa, u.uk) u.*
         FROM u WHERE NOT u.completed
@@ -182,7 +179,8 @@ BEGIN
                                  AND h.scheduled_at = c.sa AND h.uniqueness_key = c.uk AND h.partition_id = v_one
         WHERE NOT c.fresh
     ), hu AS (
-        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, traceparent = r.tp, revision = h.revision + 1, paused = false
+        UPDATE pgsched.heads h SET kind = r.k, payload = r.pl, traceparent = r.tp, priority = r.pr, group_key = r.gk,
+                                   revision = h.revision + 1, paused = false
         FROM rest r
         WHERE r.is_head AND NOT r.head_running AND h.partition_id = r.p AND h.ordering_id = r.o AND h.partition_id = v_one
         RETURNING h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key
@@ -200,26 +198,29 @@ BEGIN
         SELECT x.partition_id, x.ordering_id, x.scheduled_at, x.uniqueness_key, 'updated' FROM hu x
     )
     SELECT coalesce(a.p, '{}'), coalesce(a.o, '{}'), coalesce(a.sa, '{}'), coalesce(a.uk, '{}'), coalesce(a.r, '{}'),
-           b.p, b.o, b.sa, b.uk, b.k, b.pl, b.tp
-    INTO kr_p, kr_o, kr_sa, kr_uk, kr_r, nb_p, nb_o, nb_sa, nb_uk, nb_k, nb_pl, nb_tp
+           b.p, b.o, b.sa, b.uk, b.k, b.pl, b.tp, b.pr, b.gk
+    INTO kr_p, kr_o, kr_sa, kr_uk, kr_r, nb_p, nb_o, nb_sa, nb_uk, nb_k, nb_pl, nb_tp, nb_pr, nb_gk
     FROM (SELECT array_agg(kr.p) AS p, array_agg(kr.o::text) AS o, array_agg(kr.sa) AS sa, array_agg(kr.uk::text) AS uk,
                  array_agg(kr.r) AS r FROM kr) a,
          (SELECT array_agg(r.p ORDER BY r.p, r.o, r.sa, r.uk) AS p, array_agg(r.o::text ORDER BY r.p, r.o, r.sa, r.uk) AS o,
                  array_agg(r.sa ORDER BY r.p, r.o, r.sa, r.uk) AS sa, array_agg(r.uk::text ORDER BY r.p, r.o, r.sa, r.uk) AS uk,
                  array_agg(r.k ORDER BY r.p, r.o, r.sa, r.uk) AS k, array_agg(r.pl ORDER BY r.p, r.o, r.sa, r.uk) AS pl,
-                 array_agg(r.tp ORDER BY r.p, r.o, r.sa, r.uk) AS tp
+                 array_agg(r.tp ORDER BY r.p, r.o, r.sa, r.uk) AS tp, array_agg(r.pr ORDER BY r.p, r.o, r.sa, r.uk) AS pr,
+                 array_agg(r.gk ORDER BY r.p, r.o, r.sa, r.uk) AS gk
           FROM rest r WHERE NOT r.is_head) b;
     IF nb_p IS NOT NULL THEN
         nb_id := ARRAY(SELECT nextval('pgsched.task_id_seq') FROM generate_series(1, cardinality(nb_p)));
         FOR q IN
             INSERT INTO pgsched.backlog AS b (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at,
-                                              traceparent)
-            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now, x.tp
-            FROM pgsched.partition_anchor a, unnest(nb_o, nb_sa, nb_uk, nb_k, nb_pl, nb_id, nb_tp) WITH ORDINALITY AS x(o, sa, uk, k, pl, id, tp, i)
+                                              traceparent, priority, group_key)
+            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now, x.tp, x.pr, x.gk
+            FROM pgsched.partition_anchor a, unnest(nb_o, nb_sa, nb_uk, nb_k, nb_pl, nb_id, nb_tp, nb_pr, nb_gk)
+                 WITH ORDINALITY AS x(o, sa, uk, k, pl, id, tp, pr, gk, i)
             WHERE a.partition_id = v_one
             ORDER BY x.i
             ON CONFLICT (partition_id, ordering_id, scheduled_at, uniqueness_key) DO UPDATE
-            SET kind = excluded.kind, payload = excluded.payload, traceparent = excluded.traceparent, revision = b.revision + 1
+            SET kind = excluded.kind, payload = excluded.payload, traceparent = excluded.traceparent, priority = excluded.priority,
+                group_key = excluded.group_key, revision = b.revision + 1
             RETURNING b.partition_id, b.ordering_id, b.scheduled_at, b.uniqueness_key, (b.revision = 0) AS inserted
         LOOP
             kr_p := kr_p || q.partition_id;

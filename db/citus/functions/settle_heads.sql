@@ -38,7 +38,7 @@ BEGIN
         -- The earliest backlog task (two index probes whatever the length)
         -- and the head, if any; swap: the backlog task becomes the head.
         SELECT k.p, k.o, b.scheduled_at, b.uniqueness_key, b.id, b.kind, b.payload, b.run_at, b.attempt,
-               b.revision, b.last_error, b.created_at, b.tick, b.traceparent,
+               b.revision, b.last_error, b.created_at, b.tick, b.traceparent, b.priority, b.group_key,
                b.id IS NOT NULL AS has_next, h.ordering_id IS NOT NULL AS has_head, h.backlog AS flag,
                b.id IS NOT NULL AND (h.ordering_id IS NULL
                    OR (NOT h.running AND (b.scheduled_at, b.id) < (h.scheduled_at, h.id))) AS swap
@@ -68,7 +68,8 @@ BEGIN
     -- partition_anchor, so that it too is routed whole.
     )
     SELECT (SELECT array_agg(ROW(h.partition_id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.id, h.kind, h.payload,
-                                 h.run_at, h.attempt, h.revision, h.last_error, h.created_at, h.tick, h.traceparent)::pgsched.backlog)
+                                 h.run_at, h.attempt, h.revision, h.last_error, h.created_at, h.tick, h.traceparent,
+                                 h.priority, h.group_key)::pgsched.backlog)
             FROM st JOIN pgsched.heads h ON h.partition_id = st.p AND h.ordering_id = st.o AND h.partition_id = v_one
             WHERE st.swap AND st.has_head),
            (SELECT array_agg(ROW(st.p, st.o, st.scheduled_at, st.uniqueness_key, st.id, st.kind, st.payload,
@@ -77,14 +78,14 @@ BEGIN
                                                         WHERE b.partition_id = st.p AND b.ordering_id = st.o AND b.partition_id = v_one
                                                           AND (b.scheduled_at, b.uniqueness_key) <> (st.scheduled_at, st.uniqueness_key)),
                                  false, NULL::text, NULL::bigint, NULL::timestamptz, 0, NULL::tid[], NULL::bigint[], false, false,
-                                 st.tick, st.traceparent)::pgsched.heads)
+                                 st.tick, st.traceparent, st.priority, st.group_key)::pgsched.heads)
             FROM st WHERE st.swap)
     INTO v_demoted, v_new;
     IF v_demoted IS NOT NULL THEN
         INSERT INTO pgsched.backlog (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
-                                     run_at, attempt, revision, last_error, created_at, tick, traceparent)
+                                     run_at, attempt, revision, last_error, created_at, tick, traceparent, priority, group_key)
         SELECT a.partition_id, x.ordering_id, x.scheduled_at, x.uniqueness_key, x.id, x.kind, x.payload,
-               x.run_at, x.attempt, x.revision, x.last_error, x.created_at, x.tick, x.traceparent
+               x.run_at, x.attempt, x.revision, x.last_error, x.created_at, x.tick, x.traceparent, x.priority, x.group_key
         FROM pgsched.partition_anchor a, unnest(v_demoted) AS x
         WHERE a.partition_id = v_one;
         GET DIAGNOSTICS v_n = ROW_COUNT;
@@ -94,16 +95,17 @@ BEGIN
     END IF;
     IF v_new IS NOT NULL THEN
         INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
-                                        run_at, attempt, revision, last_error, created_at, tick, traceparent, backlog)
+                                        run_at, attempt, revision, last_error, created_at, tick, traceparent, priority, group_key, backlog)
         SELECT a.partition_id, x.ordering_id, x.scheduled_at, x.uniqueness_key, x.id, x.kind, x.payload,
-               x.run_at, x.attempt, x.revision, x.last_error, x.created_at, x.tick, x.traceparent, x.backlog
+               x.run_at, x.attempt, x.revision, x.last_error, x.created_at, x.tick, x.traceparent, x.priority, x.group_key, x.backlog
         FROM pgsched.partition_anchor a, unnest(v_new) AS x
         WHERE a.partition_id = v_one
         ON CONFLICT (partition_id, ordering_id) DO UPDATE
         SET scheduled_at = excluded.scheduled_at, uniqueness_key = excluded.uniqueness_key, id = excluded.id,
             kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, attempt = excluded.attempt,
             revision = excluded.revision, last_error = excluded.last_error, created_at = excluded.created_at,
-            tick = excluded.tick, traceparent = excluded.traceparent, backlog = excluded.backlog, next_tids = NULL, next_ids = NULL, paused = false;
+            tick = excluded.tick, traceparent = excluded.traceparent, priority = excluded.priority, group_key = excluded.group_key,
+            backlog = excluded.backlog, next_tids = NULL, next_ids = NULL, paused = false;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         IF v_n <> cardinality(v_new) THEN
             RAISE EXCEPTION 'pgsched: partition_anchor has no row for partition %', v_one USING ERRCODE = 'no_data_found';

@@ -216,3 +216,29 @@ func limitBadInput(t *testing.T, f Fixture) {
 	require.ErrorIs(t, err, store.ErrInvalid)
 	require.Zero(t, count(t, f, "SELECT count(*) FROM {s}.kind_limits"))
 }
+
+// limitSweep: heads written the other way around a set_limit or
+// clear_limit (here: written straight into the table) are put right by
+// the leader's sweep: an idle head of a limited kind is parked, and a
+// parked head of a kind without a limit goes back to the claims' index.
+func limitSweep(t *testing.T, f Fixture) {
+	if limitsOnCitus(t, f) {
+		return
+	}
+	_, err := f.Store.SetLimit(ctx, f.Pool, "l", store.Limit{MaxRunning: 1})
+	require.NoError(t, err)
+	at := time.Now().Add(-time.Second)
+	f.DB.InsertTask(t, pgtest.TaskRow{OrderingID: "straggler", ScheduledAt: at, Kind: "l", State: "pending"})
+	schedule(t, f, task("free", at, ""))
+	exec(t, f, "UPDATE "+f.Store.Schema()+".heads SET chain = -1 WHERE ordering_id = 'free'")
+	e := node(t, f, "n")
+	require.Empty(t, claim(t, f, "n", e, 10), "neither is where claims look for its kind")
+
+	n, err := f.Store.LimitSweep(ctx, f.Pool)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.Equal(t, []string{"free/", "straggler/"}, keys(claim(t, f, "n", e, 10)))
+	n, err = f.Store.LimitSweep(ctx, f.Pool)
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing left to put right")
+}

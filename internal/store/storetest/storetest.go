@@ -65,10 +65,15 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"ListTasksFilters", listTasksFilters},
 		{"SchemaAndSettings", schemaAndSettings},
 		{"CompletionPartitions", completionPartitions},
+		// priority.go
+		{"ClaimByPriority", claimByPriority},
+		{"PriorityWithinOrderingID", priorityWithinOrderingID},
+		{"PriorityOverwriteAndDead", priorityOverwriteAndDead},
 		// limits.go
 		{"LimitMaxRunning", limitMaxRunning},
 		{"LimitMaxStarts", limitMaxStarts},
 		{"LimitBadInput", limitBadInput},
+		{"LimitSweep", limitSweep},
 		// cluster.go
 		{"NodeTerms", nodeTerms},
 		{"LeaderAndPlan", leaderAndPlan},
