@@ -61,6 +61,7 @@ DECLARE
     v_paused text[];
     v_levels integer[];
     lim     pgsched.kind_limits;
+    limited boolean := false;
     t_now   timestamptz := now();
 BEGIN
     SELECT coalesce(array_agg(k.kind), '{}'), (SELECT array_agg(l.priority ORDER BY l.priority DESC) FROM pgsched.priority_levels l)
@@ -69,14 +70,17 @@ BEGIN
         v_levels := ARRAY(SELECT x FROM unnest(v_levels || 0) AS x ORDER BY x DESC);
     END IF;
     IF EXISTS (SELECT 1 FROM pgsched.kind_limits) THEN
-        -- Kinds in name order, so claims lock usage rows in one order.
+        -- Kinds in name order, so claims lock usage rows in one order; from
+        -- every partition the node serves (the due read names one).
         FOR lim IN SELECT l.* FROM pgsched.kind_limits l WHERE l.kind <> ALL (v_paused) ORDER BY l.kind LOOP
             EXIT WHEN left_ <= 0;
-            RETURN QUERY SELECT * FROM pgsched.claim_limited_kind(p_node_id, p_epoch, p_partitions, left_, horizon, lim);
+            RETURN QUERY SELECT * FROM pgsched.claim_limited_kind(p_node_id, p_epoch, p_partitions || coalesce(p_served, '{}'),
+                                                                  left_, horizon, lim);
             GET DIAGNOSTICS got = ROW_COUNT;
             left_ := left_ - got;
         END LOOP;
         v_paused := v_paused || ARRAY(SELECT l.kind FROM pgsched.kind_limits l);
+        limited := true;
     END IF;
     FOREACH lv IN ARRAY coalesce(v_levels, '{0}') LOOP
         EXIT WHEN left_ <= 0 OR lv < p_min_priority;
@@ -93,6 +97,15 @@ BEGIN
                            WHERE EXISTS (SELECT 1 FROM pgsched.heads h
                                          WHERE h.partition_id = x.p AND h.chain = 0 AND NOT h.paused AND h.priority <> 0
                                            AND h.priority = lv AND NOT h.running AND h.run_at <= horizon)
+                           ORDER BY x.i);
+        ELSIF limited THEN
+            -- While a kind has a limit, partitions are also due for its
+            -- parked heads, taken above: the same one statement keeps the
+            -- locking statements to where there is other work.
+            parts := ARRAY(SELECT x.p FROM unnest(parts) WITH ORDINALITY AS x(p, i)
+                           WHERE EXISTS (SELECT 1 FROM pgsched.heads h
+                                         WHERE h.partition_id = x.p AND h.chain = 0 AND NOT h.paused AND h.priority = 0
+                                           AND NOT h.running AND h.run_at <= horizon AND h.kind <> ALL (v_paused))
                            ORDER BY x.i);
         END IF;
         FOREACH p IN ARRAY parts LOOP

@@ -5,7 +5,7 @@
 -- when the room was granted (also their claimed_at). The usage row stays
 -- locked until the claim commits, so claims of the kind on every node take
 -- turns and none sees room another has taken; a kind at its limit is seen
--- so without a lock. Claimed heads get chain -2: out of heads_limited, so
+-- so without a lock. Claimed heads get chain -2: out of heads_limited_kind, so
 -- no scan of parked heads wades through running ones, and marked for their
 -- finish (or rescue) to count them out again.
 CREATE OR REPLACE FUNCTION pgsched.claim_limited_kind(p_node_id text, p_epoch bigint, p_partitions integer[], p_max integer,

@@ -11,7 +11,6 @@ SET jit = off
 AS $$
 DECLARE
     was boolean;
-    p   integer;
 BEGIN
     IF kind IS NULL OR kind = '' THEN
         RAISE EXCEPTION USING MESSAGE = 'pgsched: kind is required', ERRCODE = 'PGS01';
@@ -20,15 +19,15 @@ BEGIN
     DELETE FROM pgsched.kind_limits l WHERE l.kind = clear_limit.kind;
     was := FOUND;
     DELETE FROM pgsched.limit_usage u WHERE u.kind = clear_limit.kind AND u.running = 0;
-    -- Partition by partition, parked heads (paused ones too) back to idle.
-    FOR p IN SELECT generate_series(0, (SELECT s.partition_count - 1 FROM pgsched.settings s)) LOOP
-        UPDATE pgsched.heads h SET chain = 0
-        FROM (SELECT x.ordering_id FROM pgsched.heads x
-              WHERE x.partition_id = p AND x.chain = -1 AND x.kind = clear_limit.kind AND NOT x.running
-              ORDER BY x.ordering_id
-              FOR UPDATE) k
-        WHERE h.partition_id = p AND h.ordering_id = k.ordering_id AND h.chain = -1 AND NOT h.running;
-    END LOOP;
+    -- Parked heads (paused ones too) back to idle, locked in key order as
+    -- enqueuers lock them; one statement over every partition, as limits
+    -- are single-server (the Citus build refuses set_limit).
+    UPDATE pgsched.heads h SET chain = 0
+    FROM (SELECT x.partition_id, x.ordering_id FROM pgsched.heads x
+          WHERE x.chain = -1 AND x.kind = clear_limit.kind
+          ORDER BY x.partition_id, x.ordering_id
+          FOR UPDATE) k
+    WHERE h.partition_id = k.partition_id AND h.ordering_id = k.ordering_id AND h.chain = -1;
     PERFORM pg_notify('pgsched.due', '');
     RETURN was;
 END

@@ -28,34 +28,35 @@ BEGIN
         FROM ks WHERE ks.kind IS NOT NULL
     )
     SELECT coalesce(array_agg(ks.kind), '{}') INTO stray FROM ks WHERE ks.kind IS NOT NULL AND ks.kind <> ALL (limited);
+    IF cardinality(stray) > 0 THEN
+        UPDATE pgsched.heads h SET chain = 0
+        FROM (SELECT x.partition_id, x.ordering_id FROM pgsched.heads x
+              WHERE x.chain = -1 AND NOT x.paused AND x.kind = ANY (stray)
+              LIMIT 10000 FOR UPDATE SKIP LOCKED) k
+        WHERE h.partition_id = k.partition_id AND h.ordering_id = k.ordering_id AND h.chain = -1 AND NOT h.running;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        changed := changed + n;
+    END IF;
+    IF cardinality(limited) = 0 THEN
+        RETURN changed;
+    END IF;
     FOR p IN SELECT generate_series(0, (SELECT s.partition_count - 1 FROM pgsched.settings s)) LOOP
-        IF cardinality(stray) > 0 THEN
-            UPDATE pgsched.heads h SET chain = 0
-            FROM (SELECT x.ordering_id FROM pgsched.heads x
-                  WHERE x.partition_id = p AND x.chain = -1 AND NOT x.paused AND x.kind = ANY (stray)
-                  LIMIT 10000 FOR UPDATE SKIP LOCKED) k
-            WHERE h.partition_id = p AND h.ordering_id = k.ordering_id AND h.chain = -1 AND NOT h.running;
-            GET DIAGNOSTICS n = ROW_COUNT;
-            changed := changed + n;
-        END IF;
-        IF cardinality(limited) > 0 THEN
-            UPDATE pgsched.heads h SET chain = -1
-            FROM (SELECT x.ordering_id FROM pgsched.heads x
-                  WHERE x.partition_id = p AND x.chain = 0 AND NOT x.paused AND x.priority = 0
-                    AND x.run_at <= now() + interval '1 minute' AND NOT x.running AND x.kind = ANY (limited)
-                  LIMIT 10000 FOR UPDATE SKIP LOCKED) k
-            WHERE h.partition_id = p AND h.ordering_id = k.ordering_id AND h.chain = 0 AND NOT h.running;
-            GET DIAGNOSTICS n = ROW_COUNT;
-            changed := changed + n;
-            UPDATE pgsched.heads h SET chain = -1
-            FROM (SELECT x.ordering_id FROM pgsched.heads x
-                  WHERE x.partition_id = p AND x.chain = 0 AND NOT x.paused AND x.priority <> 0
-                    AND x.run_at <= now() + interval '1 minute' AND NOT x.running AND x.kind = ANY (limited)
-                  LIMIT 10000 FOR UPDATE SKIP LOCKED) k
-            WHERE h.partition_id = p AND h.ordering_id = k.ordering_id AND h.chain = 0 AND NOT h.running;
-            GET DIAGNOSTICS n = ROW_COUNT;
-            changed := changed + n;
-        END IF;
+        UPDATE pgsched.heads h SET chain = -1
+        FROM (SELECT x.ordering_id FROM pgsched.heads x
+              WHERE x.partition_id = p AND x.chain = 0 AND NOT x.paused AND x.priority = 0
+                AND x.run_at <= now() + interval '1 minute' AND NOT x.running AND x.kind = ANY (limited)
+              LIMIT 10000 FOR UPDATE SKIP LOCKED) k
+        WHERE h.partition_id = p AND h.ordering_id = k.ordering_id AND h.chain = 0 AND NOT h.running;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        changed := changed + n;
+        UPDATE pgsched.heads h SET chain = -1
+        FROM (SELECT x.ordering_id FROM pgsched.heads x
+              WHERE x.partition_id = p AND x.chain = 0 AND NOT x.paused AND x.priority <> 0
+                AND x.run_at <= now() + interval '1 minute' AND NOT x.running AND x.kind = ANY (limited)
+              LIMIT 10000 FOR UPDATE SKIP LOCKED) k
+        WHERE h.partition_id = p AND h.ordering_id = k.ordering_id AND h.chain = 0 AND NOT h.running;
+        GET DIAGNOSTICS n = ROW_COUNT;
+        changed := changed + n;
     END LOOP;
     IF changed > 0 THEN
         PERFORM pg_notify('pgsched.due', '');

@@ -1,7 +1,7 @@
 -- queue_next_due_limited is queue_next_due's read of parked heads (chain
--- -1) while some kind has a limit: a partition is due when it holds parked
--- heads of a limited kind whose limit has room, from when it has: at once,
--- or when its rate window next lets a task start. A kind running max_running
+-- -1) while some kind has a limit: a partition is due when it holds the
+-- earliest parked head of a limited kind whose limit has room, from when
+-- it has: at once, or when its rate window next lets a task start. A kind running max_running
 -- tasks makes nothing due: the finish that frees a place notifies the
 -- nodes (limit_release).
 CREATE OR REPLACE FUNCTION pgsched.queue_next_due_limited(p_partitions integer[])
@@ -22,19 +22,16 @@ BEGIN
         WHERE NOT EXISTS (SELECT 1 FROM pgsched.paused_kinds k WHERE k.kind = l.kind)
     ) r
     WHERE r.ready_at IS NOT NULL;
+    -- One probe per ready kind (heads_limited_kind): the partition of its
+    -- earliest parked head among these. A claim takes the kind's parked
+    -- heads from every partition the node serves, so one is enough.
     RETURN QUERY
-    SELECT n.partition_id::integer, extract(epoch FROM n.next_at - now())::float8
-    FROM (
-        SELECT p.partition_id,
-               (SELECT min(greatest(r.ready_at, m.run_at))
-                FROM unnest(kinds, ready) AS r(kind, ready_at)
-                CROSS JOIN LATERAL (
-                    SELECT min(h.run_at) AS run_at FROM pgsched.heads h
-                    WHERE h.partition_id = p.partition_id AND h.chain = -1 AND NOT h.paused AND h.kind = r.kind
-                ) m
-                WHERE m.run_at IS NOT NULL) AS next_at
-        FROM unnest(p_partitions) AS p(partition_id)
-    ) n
-    WHERE n.next_at IS NOT NULL;
+    SELECT x.partition_id::integer, extract(epoch FROM greatest(r.ready_at, x.run_at) - now())::float8
+    FROM unnest(kinds, ready) AS r(kind, ready_at)
+    CROSS JOIN LATERAL (
+        SELECT h.partition_id, h.run_at FROM pgsched.heads h
+        WHERE h.chain = -1 AND NOT h.paused AND h.kind = r.kind AND h.partition_id = ANY (p_partitions)
+        ORDER BY h.run_at LIMIT 1
+    ) x;
 END
 $$;

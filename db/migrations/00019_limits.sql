@@ -46,9 +46,9 @@ CREATE TABLE pgsched.limit_usage (
 
 ALTER TABLE pgsched.heads DROP CONSTRAINT heads_check1;
 ALTER TABLE pgsched.heads ADD CONSTRAINT heads_idle_chain CHECK (running OR chain IN (0, -1));
-CREATE INDEX heads_limited ON pgsched.heads (partition_id, kind, run_at) WHERE chain = -1 AND NOT paused;
 -- A claim of a limited kind takes its earliest parked heads across the
--- node's partitions in one statement: by kind, then time.
+-- node's partitions in one statement, and the due read finds the earliest
+-- with one probe: by kind, then time.
 CREATE INDEX heads_limited_kind ON pgsched.heads (kind, run_at) WHERE chain = -1 AND NOT paused;
 
 -- The leader's count per kind tells how many pending tasks wait parked.
@@ -58,7 +58,6 @@ ALTER TABLE pgsched.kind_counts ADD COLUMN held bigint NOT NULL DEFAULT 0;
 ALTER TABLE pgsched.kind_counts DROP COLUMN held;
 UPDATE pgsched.heads SET chain = 0 WHERE chain < 0;
 DROP INDEX pgsched.heads_limited_kind;
-DROP INDEX pgsched.heads_limited;
 ALTER TABLE pgsched.heads DROP CONSTRAINT heads_idle_chain;
 ALTER TABLE pgsched.heads ADD CONSTRAINT heads_check1 CHECK (running OR chain = 0);
 DROP TABLE pgsched.limit_usage;
