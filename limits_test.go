@@ -111,3 +111,53 @@ func skipOnCitus(t *testing.T) {
 		t.Skip("limits are refused on a Citus-distributed schema (docs/limits.md); the store suite checks the refusal")
 	}
 }
+
+// TestLimitServesGroupsInTurn: fair share. A limited kind with 400 due
+// tasks of group a, then 20 of group b enqueued after them: the kind's
+// room goes to the groups in turn, so b's 20 finish among the first 80 of
+// the 420, not after a's 400.
+func TestLimitServesGroupsInTurn(t *testing.T) {
+	t.Parallel()
+	skipOnCitus(t)
+	b := setupClient(t)
+	ctx := context.Background()
+	_, err := b.client.SetLimit(ctx, "tenant-work", pgsched.Limit{MaxRunning: 4})
+	require.NoError(t, err)
+	var tasks []pgsched.Task
+	now := time.Now()
+	for i := range 400 {
+		tasks = append(tasks, pgsched.Task{OrderingID: fmt.Sprint("a-", i), ScheduledAt: now, Kind: "tenant-work", GroupKey: "a"})
+	}
+	_, err = b.client.ScheduleMany(ctx, tasks)
+	require.NoError(t, err)
+	tasks = tasks[:0]
+	for i := range 20 {
+		tasks = append(tasks, pgsched.Task{OrderingID: fmt.Sprint("b-", i), ScheduledAt: time.Now(), Kind: "tenant-work", GroupKey: "b"})
+	}
+	_, err = b.client.ScheduleMany(ctx, tasks)
+	require.NoError(t, err)
+
+	var mu sync.Mutex
+	var order []string
+	cfg := fastConfig(b.db.Schema)
+	cfg.Concurrency = 20
+	cfg.Handlers = map[string]pgsched.Handler{"tenant-work": pgsched.HandlerFunc(func(_ context.Context, job *pgsched.Job) error {
+		mu.Lock()
+		order = append(order, job.GroupKey)
+		mu.Unlock()
+		return nil
+	})}
+	startWorker(t, b.db, cfg)
+	waitDrained(t, b, time.Minute)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, order, 420)
+	bFirst80 := 0
+	for _, g := range order[:80] {
+		if g == "b" {
+			bFirst80++
+		}
+	}
+	require.Equal(t, 20, bFirst80, "b's 20 among the first 80 started")
+}

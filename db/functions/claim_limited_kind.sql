@@ -22,6 +22,7 @@ DECLARE
     room    integer;
     u       pgsched.limit_usage;
     t_grant timestamptz;
+    groups  text[];
 BEGIN
     SELECT * INTO u FROM pgsched.limit_usage x WHERE x.kind = p_limit.kind;
     IF NOT FOUND THEN
@@ -35,31 +36,64 @@ BEGIN
     IF room <= 0 THEN
         RETURN;
     END IF;
-    -- One statement across the node's partitions (limits are refused on
-    -- Citus, where a locking statement must name one): the kind's earliest
-    -- parked heads (heads_limited_kind), updated by key.
-    RETURN QUERY
-    WITH q AS (
-        SELECT h.partition_id, h.ordering_id FROM pgsched.heads h
-        WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND h.partition_id = ANY (p_partitions)
-          AND NOT h.running AND h.run_at <= p_horizon
-          AND EXISTS (SELECT 1 FROM pgsched.nodes n
-                      WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
-                        AND n.timeline IN (0, pgsched.timeline()))
-        ORDER BY h.run_at
-        LIMIT room
-        FOR UPDATE SKIP LOCKED
-    )
-    UPDATE pgsched.heads h
-    SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
-        chain = -2
-    FROM q
-    WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
-    RETURNING h.*;
+    -- Groups in turn (limit_groups). One statement across the node's
+    -- partitions (limits are refused on Citus, where a locking statement
+    -- must name one), updating by key: with one group, the kind's earliest
+    -- parked heads (heads_limited_kind); with several, each group's
+    -- earliest in turn, a round of one each, then another.
+    groups := pgsched.limit_groups(p_limit.kind, u.last_group, p_partitions, p_horizon, room);
+    IF cardinality(groups) <= 1 THEN
+        RETURN QUERY
+        WITH q AS (
+            SELECT h.partition_id, h.ordering_id FROM pgsched.heads h
+            WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND h.partition_id = ANY (p_partitions)
+              AND NOT h.running AND h.run_at <= p_horizon
+              AND EXISTS (SELECT 1 FROM pgsched.nodes n
+                          WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
+                            AND n.timeline IN (0, pgsched.timeline()))
+            ORDER BY h.run_at
+            LIMIT room
+            FOR UPDATE SKIP LOCKED
+        )
+        UPDATE pgsched.heads h
+        SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
+            chain = -2
+        FROM q
+        WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
+        RETURNING h.*;
+    ELSE
+        RETURN QUERY
+        WITH c AS (
+            SELECT t.partition_id, t.ordering_id, g.i, t.rn
+            FROM unnest(groups) WITH ORDINALITY AS g(gk, i)
+            CROSS JOIN LATERAL (
+                SELECT x.partition_id, x.ordering_id, row_number() OVER (ORDER BY x.run_at) AS rn
+                FROM (SELECT h.partition_id, h.ordering_id, h.run_at FROM pgsched.heads h
+                      WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND coalesce(h.group_key, '') = g.gk
+                        AND h.partition_id = ANY (p_partitions) AND NOT h.running AND h.run_at <= p_horizon
+                        AND EXISTS (SELECT 1 FROM pgsched.nodes n
+                                    WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
+                                      AND n.timeline IN (0, pgsched.timeline()))
+                      ORDER BY h.run_at
+                      LIMIT room
+                      FOR UPDATE SKIP LOCKED) x
+            ) t
+        ), q AS (
+            SELECT c.partition_id, c.ordering_id FROM c ORDER BY c.rn, c.i LIMIT room
+        )
+        UPDATE pgsched.heads h
+        SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
+            chain = -2
+        FROM q
+        WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
+        RETURNING h.*;
+    END IF;
     GET DIAGNOSTICS took = ROW_COUNT;
     IF took > 0 THEN
         UPDATE pgsched.limit_usage x
         SET running = x.running + took,
+            -- The group served last: each group had one in the first round.
+            last_group = CASE WHEN cardinality(groups) > 1 THEN groups[least(took, cardinality(groups))] ELSE x.last_group END,
             starts = CASE WHEN p_limit.max_starts IS NULL THEN '{}'
                           ELSE ARRAY(SELECT s FROM unnest(x.starts) s WHERE s > t_grant - p_limit.per ORDER BY s)
                                || array_fill(t_grant, ARRAY[took]) END

@@ -41,7 +41,10 @@ CREATE TABLE pgsched.kind_limits (
 CREATE TABLE pgsched.limit_usage (
     kind    text PRIMARY KEY,
     running integer NOT NULL DEFAULT 0,
-    starts  timestamptz[] NOT NULL DEFAULT '{}'
+    starts  timestamptz[] NOT NULL DEFAULT '{}',
+    -- Fair share: the group (group_key, '' for none) the kind's last claim
+    -- served last; the next starts after it (limit_groups).
+    last_group text
 );
 
 ALTER TABLE pgsched.heads DROP CONSTRAINT heads_check1;
@@ -50,6 +53,8 @@ ALTER TABLE pgsched.heads ADD CONSTRAINT heads_idle_chain CHECK (running OR chai
 -- node's partitions in one statement, and the due read finds the earliest
 -- with one probe: by kind, then time.
 CREATE INDEX heads_limited_kind ON pgsched.heads (kind, run_at) WHERE chain = -1 AND NOT paused;
+-- Fair share: a limited kind's groups in turn, each group's parked heads by time.
+CREATE INDEX heads_limited_group ON pgsched.heads (kind, (coalesce(group_key, '')), run_at) WHERE chain = -1 AND NOT paused;
 
 -- The leader's count per kind tells how many pending tasks wait parked.
 ALTER TABLE pgsched.kind_counts ADD COLUMN held bigint NOT NULL DEFAULT 0;
@@ -57,6 +62,7 @@ ALTER TABLE pgsched.kind_counts ADD COLUMN held bigint NOT NULL DEFAULT 0;
 -- +goose Down
 ALTER TABLE pgsched.kind_counts DROP COLUMN held;
 UPDATE pgsched.heads SET chain = 0 WHERE chain < 0;
+DROP INDEX pgsched.heads_limited_group;
 DROP INDEX pgsched.heads_limited_kind;
 ALTER TABLE pgsched.heads DROP CONSTRAINT heads_idle_chain;
 ALTER TABLE pgsched.heads ADD CONSTRAINT heads_check1 CHECK (running OR chain = 0);

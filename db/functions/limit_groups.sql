@@ -1,0 +1,47 @@
+-- limit_groups is fair share for claim_limited_kind: the groups
+-- (group_key; '' for tasks without one) of a limited kind that have parked
+-- heads due by p_horizon in the given partitions, in turn: from the first
+-- after p_after (the group the last claim of the kind served last) on,
+-- wrapping around to the start, at most p_max of them, and at most 1000
+-- groups looked at (one index probe each, heads_limited_group). So a
+-- group's backlog, however long, takes its turn with the others', and a
+-- claim with room for one task serves the next group each time.
+CREATE OR REPLACE FUNCTION pgsched.limit_groups(p_kind text, p_after text, p_partitions integer[], p_horizon timestamptz,
+                                     p_max integer)
+RETURNS text[]
+LANGUAGE plpgsql
+STABLE
+SET jit = off
+SET enable_seqscan = off
+SET enable_bitmapscan = off
+AS $$
+DECLARE
+    groups  text[] := '{}';
+    cur     text := p_after;
+    nxt     text;
+    wrapped boolean := false;
+    looked  integer := 0;
+BEGIN
+    LOOP
+        EXIT WHEN cardinality(groups) >= p_max OR looked >= 1000;
+        SELECT coalesce(h.group_key, '') INTO nxt FROM pgsched.heads h
+        WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_kind AND (cur IS NULL OR coalesce(h.group_key, '') > cur)
+        ORDER BY coalesce(h.group_key, '') LIMIT 1;
+        IF NOT FOUND THEN
+            EXIT WHEN wrapped OR p_after IS NULL;
+            wrapped := true;
+            cur := NULL;
+            CONTINUE;
+        END IF;
+        EXIT WHEN wrapped AND nxt > p_after;
+        looked := looked + 1;
+        IF EXISTS (SELECT 1 FROM pgsched.heads h
+                   WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_kind AND coalesce(h.group_key, '') = nxt
+                     AND h.run_at <= p_horizon AND h.partition_id = ANY (p_partitions) AND NOT h.running) THEN
+            groups := groups || nxt;
+        END IF;
+        cur := nxt;
+    END LOOP;
+    RETURN groups;
+END
+$$;
