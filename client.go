@@ -67,8 +67,8 @@ type Task struct {
 	// Priority orders due tasks: a claim takes those of a higher priority
 	// first (negative ones after the default, 0). Within one OrderingID
 	// order still comes first: a task waits for the tasks before it,
-	// whatever their priorities. Each distinct value in use costs every
-	// claim an index probe per partition; keep to a handful.
+	// whatever their priorities. Each distinct value in use adds a little
+	// to every claim; keep to a handful.
 	Priority int32
 	// GroupKey names who the task is for, such as a tenant. "" (the
 	// default) for none; at most 255 bytes, no control characters. It
