@@ -68,15 +68,16 @@ BEGIN
     IF room > 0 AND EXISTS (SELECT 1 FROM pgsched.nodes n
                             WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now
                               AND n.timeline IN (0, pgsched.timeline())) THEN
-        SELECT coalesce(array_agg(k.kind), '{}'), greatest((SELECT max(l.priority) FROM pgsched.priority_levels l), 0)
-        INTO v_paused, v_top FROM pgsched.paused_kinds k;
+        -- A successor of a limited kind is parked (pgsched.set_limit),
+        -- never handed over: it waits for room like every task of its kind.
+        SELECT coalesce(array_agg(k.kind), '{}'), greatest((SELECT max(l.priority) FROM pgsched.priority_levels l), 0),
+               ARRAY(SELECT l.kind FROM pgsched.kind_limits l)
+        INTO v_paused, v_top, v_limited FROM pgsched.paused_kinds k;
+        v_paused := v_paused || v_limited;
     ELSE
         room := 0;
+        v_limited := ARRAY(SELECT l.kind FROM pgsched.kind_limits l);
     END IF;
-    -- A successor of a limited kind is parked (pgsched.set_limit), never
-    -- handed over: it waits for room like every task of its kind.
-    SELECT coalesce(array_agg(l.kind), '{}') INTO v_limited FROM pgsched.kind_limits l;
-    v_paused := v_paused || v_limited;
 
     -- Completed and dead tasks leave; where the head knew its successor
     -- (next_tids, see "Known successors"), the successor moves up in the
