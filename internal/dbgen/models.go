@@ -212,9 +212,10 @@ type PgschedLimit struct {
 }
 
 type PgschedLimitUsage struct {
-	Kind    string
-	Running int32
-	Starts  []time.Time
+	Kind      string
+	Running   int32
+	Starts    []time.Time
+	LastGroup pgtype.Text
 }
 
 type PgschedNode struct {
