@@ -71,6 +71,7 @@ type bench struct {
 	rate            int
 	duration        time.Duration
 	limitedMax      int
+	priorityRate    int
 	limitedRate     int
 	limitedHold     time.Duration
 	seq             int
@@ -116,6 +117,7 @@ func run(ctx context.Context) error {
 	flag.IntVar(&b.tablePartitions, "table-partitions", 0, "physical partitions of heads and backlog (0: migrator default)")
 	flag.IntVar(&b.rate, "rate", 2000, "tasks/s for the lateness run")
 	flag.DurationVar(&b.duration, "lateness-duration", 10*time.Second, "length of the lateness run (and of the limited run's enqueueing)")
+	flag.IntVar(&b.priorityRate, "priority-rate", 200, "tasks/s of priority 10 enqueued while the priority workload's backlog drains")
 	flag.IntVar(&b.limitedMax, "limited-max", 50, "max_running of the limited workload's kind")
 	flag.IntVar(&b.limitedRate, "limited-rate", 5000, "tasks/s enqueued in the limited workload")
 	flag.DurationVar(&b.limitedHold, "limited-hold", 5*time.Millisecond, "how long each limited task's handler takes")
@@ -137,7 +139,7 @@ func run(ctx context.Context) error {
 	flag.BoolVar(&b.reportStarts, "report-starts", false, "internal: with -replica-of, print each task's start")
 	replicaOf := flag.String("replica-of", "", "internal: run as a worker process of the replicas workload on this schema")
 	memProfile := flag.String("memprofile", "", "write a heap allocation profile of the whole run (Go side) to this file")
-	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, burn-traced, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g), recurring (h), console (i), replicas, rebalance; empty runs all")
+	only := flag.String("only", "", "comma-separated workloads: enqueue, burn-own, burn-ordered, burn-traced, limited, priority, lateness, sustained (c), backlog (e), tombstones (f), claim-latency (g), recurring (h), console (i), replicas, rebalance; empty runs all")
 	flag.Parse()
 	if *replicaOf != "" {
 		return b.replicaChild(ctx, *replicaOf)
@@ -276,6 +278,7 @@ func (b *bench) workloads() []workload {
 		{[]string{"burn-ordered"}, []string{fmt.Sprintf("burn-down 1000 ids x %d, in order, tasks/s", b.n/1000)}, one(b.burnOrdered)},
 		b.tracedWorkload(),
 		b.limitedWorkload(),
+		b.priorityWorkload(),
 		{[]string{"lateness"}, []string{
 			fmt.Sprintf("lateness p50 at %d/s, ms", b.rate),
 			fmt.Sprintf("lateness p99 at %d/s, ms", b.rate),
