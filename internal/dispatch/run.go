@@ -36,8 +36,18 @@ func (d *Dispatcher) start(term *lease.Term, job *Job) {
 			case <-d.abort.Done():
 			}
 			t.Stop()
-			d.lanes.Submit(job.OrderingID, func() { d.run(term, job) })
+			d.submit(term, job)
 		}()
+		return
+	}
+	d.submit(term, job)
+}
+
+// submit queues job for a handler: a task of a priority above the
+// default goes before the claimed tasks of the default that wait.
+func (d *Dispatcher) submit(term *lease.Term, job *Job) {
+	if job.Priority > 0 {
+		d.lanes.SubmitUrgent(job.OrderingID, func() { d.run(term, job) })
 		return
 	}
 	d.lanes.Submit(job.OrderingID, func() { d.run(term, job) })

@@ -30,9 +30,12 @@ type Pool struct {
 	wake *sync.Cond // signalled when ready gains work or the pool closes
 	max  int
 	// ready holds functions whose key has nothing running or ahead of
-	// them, in submission order: ready[head:] is the queue.
-	ready []lane
-	head  int
+	// them, in submission order: ready[head:] is the queue. urgent is
+	// another such queue, taken from first (SubmitUrgent).
+	ready  []lane
+	head   int
+	urgent []lane
+	uhead  int
 	// waiting has an entry for every key with a function ready or
 	// running; its value are the functions submitted after it.
 	waiting map[string][]func()
@@ -57,7 +60,14 @@ func New(n int) *Pool {
 // Submit runs fn once every function submitted before it under the same key
 // has returned and a goroutine is free; functions of different keys start
 // in the order submitted. After Close, fn still runs.
-func (p *Pool) Submit(key string, fn func()) {
+func (p *Pool) Submit(key string, fn func()) { p.submit(key, fn, false) }
+
+// SubmitUrgent is Submit for work that goes before all the ready work
+// submitted without it (a task of a higher priority), still after what
+// its key has running or ahead of it.
+func (p *Pool) SubmitUrgent(key string, fn func()) { p.submit(key, fn, true) }
+
+func (p *Pool) submit(key string, fn func(), urgent bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.wg.Add(1)
@@ -66,22 +76,32 @@ func (p *Pool) Submit(key string, fn func()) {
 		return
 	}
 	p.waiting[key] = nil
-	p.push(lane{key, fn})
+	p.push(lane{key, fn}, urgent)
 }
 
+// queued is how many lanes are ready. Called with mu held.
+func (p *Pool) queued() int { return len(p.ready) - p.head + len(p.urgent) - p.uhead }
+
 // push queues a ready lane and finds it a goroutine. Called with mu held.
-func (p *Pool) push(l lane) {
-	if p.head > 0 && p.head == len(p.ready) {
-		p.ready, p.head = p.ready[:0], 0
+func (p *Pool) push(l lane, urgent bool) {
+	if urgent {
+		if p.uhead > 0 && p.uhead == len(p.urgent) {
+			p.urgent, p.uhead = p.urgent[:0], 0
+		}
+		p.urgent = append(p.urgent, l)
+	} else {
+		if p.head > 0 && p.head == len(p.ready) {
+			p.ready, p.head = p.ready[:0], 0
+		}
+		p.ready = append(p.ready, l)
 	}
-	p.ready = append(p.ready, l)
 	if p.idle > 0 {
 		p.wake.Signal()
 	}
 	// A woken goroutine counts as idle until it has the lock again, so a
 	// burst of pushes cannot rely on the idle ones alone: every ready lane
 	// beyond them gets a goroutine of its own, up to max.
-	if len(p.ready)-p.head > p.idle && p.workers < p.max {
+	if p.queued() > p.idle && p.workers < p.max {
 		p.workers++
 		go p.work()
 	}
@@ -91,12 +111,12 @@ func (p *Pool) push(l lane) {
 func (p *Pool) work() {
 	p.mu.Lock()
 	for {
-		for p.head == len(p.ready) && !p.closed {
+		for p.queued() == 0 && !p.closed {
 			p.idle++
 			p.wake.Wait()
 			p.idle--
 		}
-		if p.head == len(p.ready) {
+		if p.queued() == 0 {
 			p.workers--
 			p.mu.Unlock()
 			return
@@ -105,8 +125,15 @@ func (p *Pool) work() {
 	}
 }
 
-// take removes the next ready lane. Called with mu held, ready not empty.
+// take removes the next ready lane, urgent ones first. Called with mu
+// held, a lane ready.
 func (p *Pool) take() lane {
+	if p.uhead < len(p.urgent) {
+		l := p.urgent[p.uhead]
+		p.urgent[p.uhead] = lane{}
+		p.uhead++
+		return l
+	}
 	l := p.ready[p.head]
 	p.ready[p.head] = lane{}
 	p.head++
@@ -124,7 +151,7 @@ func (p *Pool) run(l lane) {
 		next := q[0]
 		q[0] = nil
 		p.waiting[l.key] = q[1:]
-		p.push(lane{l.key, next})
+		p.push(lane{l.key, next}, false)
 	} else {
 		delete(p.waiting, l.key)
 	}

@@ -148,3 +148,29 @@ func TestSubmitAfterClose(t *testing.T) {
 	s.Wait()
 	require.Equal(t, int32(11), ran.Load())
 }
+
+// TestUrgentGoesFirst: with the one goroutine busy, work submitted urgent
+// runs before work submitted before it, but never before what its own key
+// has ahead of it.
+func TestUrgentGoesFirst(t *testing.T) {
+	p := New(1)
+	defer p.Close()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var order []string
+	rec := func(s string) func() {
+		return func() {
+			mu.Lock()
+			order = append(order, s)
+			mu.Unlock()
+		}
+	}
+	p.Submit("x", func() { <-release })
+	p.Submit("a", rec("a"))
+	p.Submit("b", rec("b"))
+	p.SubmitUrgent("c", rec("c"))
+	p.SubmitUrgent("a", rec("a2")) // behind a, which is ready and not urgent
+	close(release)
+	p.Wait()
+	require.Equal(t, []string{"c", "a", "b", "a2"}, order)
+}
