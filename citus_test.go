@@ -164,7 +164,8 @@ func TestCitusDistribution(t *testing.T) {
 	// distributed with the task tables, rows and all, when it migrates up
 	// to it (Downs undo the migrations back to before it), and enqueues
 	// work on.
-	for range 10 {
+	// As many Downs as there are migrations after it, and some.
+	for range 30 {
 		require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE oid = to_regclass($1)", schema+".partition_anchor").Scan(&anchors))
 		if anchors == 0 {
 			break
