@@ -1,4 +1,4 @@
-.PHONY: test test-citus citus-up citus-down run bench generate check-generated chaos chaos-outage chaos-failover chaos-short chaos-failover-short image screenshots mutants
+.PHONY: test test-citus citus-up citus-down run bench generate check-generated chaos chaos-outage chaos-failover chaos-short chaos-failover-short chaos-limits-short image screenshots mutants
 
 test:            ## every test, against real PostgreSQL
 	./scripts/test.sh
@@ -42,6 +42,9 @@ chaos-short:     ## the CI preset of make chaos: about two minutes
 
 chaos-failover-short: ## the CI preset of make chaos-failover: about two minutes
 	cd tools && go run ./cmd/chaos -short -mode failover
+
+chaos-limits-short: ## make chaos-short with the tasks' kind limited to 2 running at once: no delivery over it
+	cd tools && go run ./cmd/chaos -short -limit 2
 
 image:           ## the worker's container image, built without Docker: dist/pgsched-worker.oci.tar (an OCI archive); see deploy/README.md
 	cd tools && go run ./cmd/image -out ../dist/pgsched-worker.oci.tar

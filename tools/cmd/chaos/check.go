@@ -137,6 +137,9 @@ type Input struct {
 	// during it loses its lease (and hangs up on its running deliveries)
 	// when the lease runs out, up to one TTL after its last renewal.
 	LeaseTTL time.Duration
+	// Limit is the chaos kind's max_running (pgsched.set_limit), 0 for
+	// none: the receiver must never serve more deliveries at once.
+	Limit int
 }
 
 // Duplicate is a 2xx delivery of a key that already had one.
@@ -184,6 +187,10 @@ type Report struct {
 	DuplicateKeys                int
 	OrderViolations              []OrderViolation
 	Overlaps                     []Overlap
+	// Limit and OverLimit: the deliveries that began while Limit others
+	// were in flight at the receiver (with a limit set).
+	Limit     int
+	OverLimit []Delivery
 	// Unknown are deliveries and completions of keys never enqueued.
 	Unknown  []string
 	ByNode   map[string]NodeCount
@@ -204,7 +211,7 @@ func (r Report) Unattributed() []Duplicate {
 
 // Failed reports whether any guarantee was broken.
 func (r Report) Failed() bool {
-	return len(r.Lost) > 0 || len(r.OrderViolations) > 0 || len(r.Overlaps) > 0 ||
+	return len(r.Lost) > 0 || len(r.OrderViolations) > 0 || len(r.Overlaps) > 0 || len(r.OverLimit) > 0 ||
 		len(r.Unattributed()) > 0 || len(r.Unknown) > 0
 }
 
@@ -216,6 +223,8 @@ func Check(in Input) Report {
 		Deliveries: len(in.Deliveries),
 		Completed:  len(in.Completed),
 		ByNode:     map[string]NodeCount{},
+		Limit:      in.Limit,
+		OverLimit:  overLimit(in.Deliveries, in.Limit),
 		Faults:     in.Faults,
 		Attempts:   map[int]int{},
 	}
@@ -353,6 +362,9 @@ func (r Report) Print(w io.Writer, runTime time.Duration, max int) {
 		r.DuplicateKeys, len(r.Duplicates), len(r.Duplicates)-len(unattributed), stalled, len(unattributed))
 	p("order violations:  %d", len(r.OrderViolations))
 	p("overlaps:          %d", len(r.Overlaps))
+	if r.Limit > 0 {
+		p("over the limit:    %d deliveries began while %d were in flight", len(r.OverLimit), r.Limit)
+	}
 	if len(r.Unknown) > 0 {
 		p("unknown keys:      %d (deliveries or completions of keys never enqueued)", len(r.Unknown))
 	}
@@ -427,4 +439,28 @@ func clock(t time.Time) string {
 		return "-"
 	}
 	return t.Format("15:04:05.000")
+}
+
+// overLimit returns the deliveries that began while limit others were in
+// flight, by the receiver's clock (a delivery is in flight from its Start
+// to its End).
+func overLimit(ds []Delivery, limit int) []Delivery {
+	if limit <= 0 {
+		return nil
+	}
+	byStart := slices.Clone(ds)
+	slices.SortFunc(byStart, func(a, b Delivery) int { return a.Start.Compare(b.Start) })
+	var ends []time.Time // ends of the deliveries in flight, soonest first
+	var over []Delivery
+	for _, d := range byStart {
+		for len(ends) > 0 && !ends[0].After(d.Start) {
+			ends = ends[1:]
+		}
+		if len(ends) >= limit {
+			over = append(over, d)
+		}
+		i, _ := slices.BinarySearchFunc(ends, d.End, func(e, t time.Time) int { return e.Compare(t) })
+		ends = slices.Insert(ends, i, d.End)
+	}
+	return over
 }

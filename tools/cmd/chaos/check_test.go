@@ -221,3 +221,21 @@ func TestCheckUnknownDelivery(t *testing.T) {
 		t.Fatalf("unknown = %v, failed %t; want the delivery of z reported and the run failed", r.Unknown, r.Failed())
 	}
 }
+
+// TestOverLimit: a delivery that begins while the limit's number are in
+// flight at the receiver is over the limit; one that begins as another
+// ends is not.
+func TestOverLimit(t *testing.T) {
+	at := func(ms int) time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond) }
+	d := func(id string, from, to int) Delivery { return Delivery{OrderingID: id, Start: at(from), End: at(to)} }
+	ds := []Delivery{d("a", 0, 10), d("b", 5, 15), d("c", 10, 20), d("d", 12, 14), d("e", 30, 40)}
+	if got := overLimit(ds, 2); len(got) != 1 || got[0].OrderingID != "d" {
+		t.Errorf("limit 2: over = %+v, want d alone (b and c in flight when it began)", got)
+	}
+	if got := overLimit(ds, 3); len(got) != 0 {
+		t.Errorf("limit 3: over = %+v, want none", got)
+	}
+	if got := overLimit(ds, 0); got != nil {
+		t.Errorf("no limit: over = %+v", got)
+	}
+}

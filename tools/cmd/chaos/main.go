@@ -35,6 +35,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/pgsched/pgsched/tools/internal/rootmodule"
 )
 
@@ -72,6 +74,7 @@ type options struct {
 	settle   time.Duration
 	outage   time.Duration
 	fail500  time.Duration
+	limit    int
 	// killEvery is the range a kill recurs in (a preset, no flag).
 	killEvery [2]time.Duration
 }
@@ -106,6 +109,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.freezes, "freezes", 0, "workers frozen (SIGSTOP) for twice the TTL (default 4; -short 2)")
 	fs.DurationVar(&o.settle, "settle", 0, "how long after the window every task may take to complete (default 3m; -short 90s)")
 	fs.DurationVar(&o.outage, "outage", 0, "how long PostgreSQL stays down with -mode outage (default 30s)")
+	fs.IntVar(&o.limit, "limit", 0, "limit the tasks' kind to this many running at once (pgsched.set_limit) and check that the receiver never serves more at once; 0: no limit")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -242,6 +246,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	t0 := time.Now().Add(3 * time.Second).Truncate(dueGrid)
 	all := spreadTasks(rng, o.tasks, o.ids, t0, o.duration)
+	if o.limit > 0 {
+		if _, err := db.pool.Exec(ctx, "SELECT "+pgx.Identifier{schema}.Sanitize()+".set_limit('chaos', max_running => $1)", o.limit); err != nil {
+			return fmt.Errorf("setting the limit: %w", err)
+		}
+	}
 	enqStart := time.Now()
 	if err := enqueue(ctx, db.pool, schema, all, 2000); err != nil {
 		return err
@@ -277,7 +286,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for i, t := range all {
 		enqueued[i] = keyOf(t.OrderingID, t.ScheduledAt, t.UniquenessKey)
 	}
-	report := Check(Input{Enqueued: enqueued, Completed: completed, Deliveries: deliveries, Faults: inj.recorded(), LeaseTTL: o.ttl})
+	report := Check(Input{Enqueued: enqueued, Completed: completed, Deliveries: deliveries, Faults: inj.recorded(), LeaseTTL: o.ttl,
+		Limit: o.limit})
 
 	f, err := os.Create(filepath.Join(outDir, "report.txt"))
 	if err != nil {
@@ -287,6 +297,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	w := io.MultiWriter(stdout, f)
 	fmt.Fprintf(w, "mode %s, seed %d, %d workers, %d tasks over %d ordering_ids in a %s window, lease TTL %s\n",
 		o.mode, o.seed, o.workers, o.tasks, o.ids, o.duration, o.ttl)
+	if o.limit > 0 {
+		fmt.Fprintf(w, "the tasks' kind limited to %d running at once\n", o.limit)
+	}
 	if settled {
 		fmt.Fprintln(w, "every task completed")
 	} else {
