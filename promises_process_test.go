@@ -171,11 +171,11 @@ func TestStandInGivesBackAtOnce(t *testing.T) {
 		victim.NodeID, holdID, *victim.Backup, took.Round(time.Millisecond), childTTL)
 }
 
-// TestThawedNodeStartsNothingOfItsTerm: a node claims forty tasks ahead of
+// TestThawedNodeStartsNothingOfItsTerm: a node claims 120 tasks ahead of
 // their time and is frozen (SIGSTOP) before they are due, for longer than
 // its TTL; its backup stands in and runs them all. When the node thaws,
 // every timer of those tasks is overdue and its goroutines race the lease
-// goroutine that would notice the lost term: none of the forty may start
+// goroutine that would notice the lost term: none of the 120 may start
 // on it, since its lease deadline has passed by its own clock (the check
 // before each start). The handler records its start before anything
 // could see a cancelled context, so a start is a start.
@@ -189,7 +189,7 @@ func TestThawedNodeStartsNothingOfItsTerm(t *testing.T) {
 	}
 	rows := waitSettled(t, b.db, nodes)
 	a, _ := row(rows, "tw-a")
-	ids := idsIn(40, a.Partitions)
+	ids := idsIn(120, a.Partitions)
 	at := time.Now().Add(3 * time.Second)
 	var tasks []pgsched.Task
 	for _, id := range ids {
