@@ -21,6 +21,10 @@ type Limit struct {
 	// is counted when the database grants it, in the claim.
 	MaxStarts int
 	Per       time.Duration
+	// PerGroup: MaxRunning bounds each group of the kind (Task.GroupKey;
+	// tasks without one are a group) apart, not the kind as a whole:
+	// "each customer at most 5 at once". Not with MaxStarts.
+	PerGroup bool
 }
 
 // LimitInfo is a limited kind as the pgsched.limits view shows it.
@@ -57,6 +61,10 @@ func (l Limit) check(kind string) error {
 		reason = fmt.Sprintf("max_starts must be from 1 to 10000, got %d", l.MaxStarts)
 	case l.Per < 0:
 		reason = fmt.Sprintf("per must be positive, got %s seconds", seconds(l.Per))
+	case l.PerGroup && l.MaxRunning == 0:
+		reason = "per_group bounds max_running, which it needs"
+	case l.PerGroup && l.MaxStarts != 0:
+		reason = "per_group bounds max_running only; a rate per group is not available"
 	case l.Per > 24*time.Hour:
 		reason = fmt.Sprintf("per must be at most a day, got %s seconds", seconds(l.Per))
 	case l.Per != 0 && l.Per < time.Microsecond:

@@ -161,3 +161,61 @@ func TestLimitServesGroupsInTurn(t *testing.T) {
 	}
 	require.Equal(t, 20, bFirst80, "b's 20 among the first 80 started")
 }
+
+// TestLimitPerGroupAcrossWorkers: "each customer at most 2 at once": a
+// kind limited per group, three groups of 15 tasks, two workers with 20
+// handlers each: no group ever has more than 2 running, the groups run
+// side by side, and every task runs.
+func TestLimitPerGroupAcrossWorkers(t *testing.T) {
+	t.Parallel()
+	skipOnCitus(t)
+	b := setupClient(t)
+	ctx := context.Background()
+	_, err := b.client.SetLimit(ctx, "per-customer", pgsched.Limit{MaxRunning: 2, PerGroup: true})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	running, most := map[string]int{}, map[string]int{}
+	total, mostTotal, ran := 0, 0, 0
+	handler := pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
+		mu.Lock()
+		running[job.GroupKey]++
+		total++
+		most[job.GroupKey] = max(most[job.GroupKey], running[job.GroupKey])
+		mostTotal = max(mostTotal, total)
+		mu.Unlock()
+		select {
+		case <-time.After(30 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		mu.Lock()
+		running[job.GroupKey]--
+		total--
+		ran++
+		mu.Unlock()
+		return nil
+	})
+	for i := range 2 {
+		cfg := fastConfig(b.db.Schema)
+		cfg.NodeID = fmt.Sprint("per-group-", i)
+		cfg.Concurrency = 20
+		cfg.Handlers = map[string]pgsched.Handler{"per-customer": handler}
+		startWorker(t, b.db, cfg)
+	}
+	var tasks []pgsched.Task
+	for _, g := range []string{"acme", "globex", "initech"} {
+		for i := range 15 {
+			tasks = append(tasks, pgsched.Task{OrderingID: fmt.Sprint(g, "-", i), ScheduledAt: time.Now(), Kind: "per-customer", GroupKey: g})
+		}
+	}
+	_, err = b.client.ScheduleMany(ctx, tasks)
+	require.NoError(t, err)
+	waitDrained(t, b, time.Minute)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Equal(t, 45, ran)
+	for g, n := range most {
+		require.LessOrEqual(t, n, 2, "group %s ran %d at once", g, n)
+	}
+	require.Greater(t, mostTotal, 2, "the groups ran side by side")
+}

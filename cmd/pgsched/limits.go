@@ -17,6 +17,7 @@ type limitRow struct {
 	MaxRunning      *int       `json:"max_running,omitempty"`
 	MaxStarts       *int       `json:"max_starts,omitempty"`
 	PerSeconds      *float64   `json:"per_seconds,omitempty"`
+	PerGroup        bool       `json:"per_group"`
 	Running         int        `json:"running"`
 	StartedInWindow int        `json:"started_in_window"`
 	Waiting         int64      `json:"waiting"`
@@ -28,7 +29,7 @@ func limitRows(ls []store.LimitInfo) []limitRow {
 	out := make([]limitRow, len(ls))
 	for i, l := range ls {
 		r := limitRow{Kind: l.Kind, Running: l.Running, StartedInWindow: l.StartedInWindow, Waiting: l.Waiting,
-			Paused: l.Paused, UpdatedAt: &ls[i].UpdatedAt}
+			Paused: l.Paused, UpdatedAt: &ls[i].UpdatedAt, PerGroup: l.Limit.PerGroup}
 		if l.Limit.MaxRunning != 0 {
 			r.MaxRunning = &ls[i].Limit.MaxRunning
 		}
@@ -64,6 +65,9 @@ func limitsListCmd(c *cli, _ *flag.FlagSet) func([]string) error {
 			maxRunning, maxStarts, started := "-", "-", "-"
 			if r.MaxRunning != nil {
 				maxRunning = fmt.Sprint(*r.MaxRunning)
+				if r.PerGroup {
+					maxRunning += " per group"
+				}
 			}
 			if r.MaxStarts != nil {
 				maxStarts = fmt.Sprintf("%d per %s", *r.MaxStarts, time.Duration(*r.PerSeconds*float64(time.Second)))
@@ -84,6 +88,7 @@ func limitsSetCmd(c *cli, fs *flag.FlagSet) func([]string) error {
 	fs.IntVar(&l.MaxRunning, "max-running", 0, "at most this many of the kind's tasks running at once, cluster-wide")
 	fs.IntVar(&l.MaxStarts, "max-starts", 0, "at most this many started in any window of -per")
 	fs.DurationVar(&l.Per, "per", 0, "the window of -max-starts (1s, 1m, up to 24h)")
+	fs.BoolVar(&l.PerGroup, "per-group", false, "-max-running bounds each group (group_key) of the kind apart")
 	return func(args []string) error {
 		if err := wantArgs("limits set", args, 1, "one kind"); err != nil {
 			return err

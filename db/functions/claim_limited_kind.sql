@@ -23,6 +23,8 @@ DECLARE
     u       pgsched.limit_usage;
     t_grant timestamptz;
     groups  text[];
+    rooms   integer[];
+    taken   pgsched.heads[];
 BEGIN
     SELECT * INTO u FROM pgsched.limit_usage x WHERE x.kind = p_limit.kind;
     IF NOT FOUND THEN
@@ -38,12 +40,26 @@ BEGIN
     END IF;
     -- Groups in turn (limit_groups). One statement across the node's
     -- partitions (limits are refused on Citus, where a locking statement
-    -- must name one), updating by key: with one group, the kind's earliest
-    -- parked heads (heads_limited_kind); with several, each group's
-    -- earliest in turn, a round of one each, then another.
-    groups := pgsched.limit_groups(p_limit.kind, u.last_group, p_partitions, p_horizon, room);
-    IF cardinality(groups) <= 1 THEN
-        RETURN QUERY
+    -- must name one), updating by key: with one group and no per-group
+    -- bound, the kind's earliest parked heads (heads_limited_kind); else
+    -- each group's earliest in turn, a round of one each, then another,
+    -- each group to its own room under a per-group bound.
+    groups := pgsched.limit_groups(p_limit.kind, u.last_group, p_partitions, p_horizon, room,
+                                   CASE WHEN p_limit.per_group THEN p_limit.max_running END);
+    IF p_limit.per_group THEN
+        -- The groups' rows, locked in key order as releases lock them.
+        INSERT INTO pgsched.limit_group_usage (kind, group_key)
+        SELECT p_limit.kind, g FROM unnest(groups) AS g ON CONFLICT DO NOTHING;
+        PERFORM 1 FROM pgsched.limit_group_usage g
+        WHERE g.kind = p_limit.kind AND g.group_key = ANY (groups) ORDER BY g.group_key FOR UPDATE;
+        rooms := ARRAY(SELECT greatest(p_limit.max_running - coalesce(g.running, 0), 0)
+                       FROM unnest(groups) WITH ORDINALITY AS x(gk, i)
+                       LEFT JOIN pgsched.limit_group_usage g ON g.kind = p_limit.kind AND g.group_key = x.gk
+                       ORDER BY x.i);
+    ELSE
+        rooms := array_fill(room, ARRAY[cardinality(groups)]);
+    END IF;
+    IF cardinality(groups) <= 1 AND NOT p_limit.per_group THEN
         WITH q AS (
             SELECT h.partition_id, h.ordering_id FROM pgsched.heads h
             WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND h.partition_id = ANY (p_partitions)
@@ -54,18 +70,19 @@ BEGIN
             ORDER BY h.run_at
             LIMIT room
             FOR UPDATE SKIP LOCKED
+        ), claimed AS (
+            UPDATE pgsched.heads h
+            SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
+                chain = -2
+            FROM q
+            WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
+            RETURNING h.*
         )
-        UPDATE pgsched.heads h
-        SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
-            chain = -2
-        FROM q
-        WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
-        RETURNING h.*;
+        SELECT coalesce(array_agg(x::pgsched.heads), '{}') INTO taken FROM claimed x;
     ELSE
-        RETURN QUERY
         WITH c AS (
             SELECT t.partition_id, t.ordering_id, g.i, t.rn
-            FROM unnest(groups) WITH ORDINALITY AS g(gk, i)
+            FROM unnest(groups, rooms) WITH ORDINALITY AS g(gk, r, i)
             CROSS JOIN LATERAL (
                 SELECT x.partition_id, x.ordering_id, row_number() OVER (ORDER BY x.run_at) AS rn
                 FROM (SELECT h.partition_id, h.ordering_id, h.run_at FROM pgsched.heads h
@@ -75,20 +92,28 @@ BEGIN
                                     WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
                                       AND n.timeline IN (0, pgsched.timeline()))
                       ORDER BY h.run_at
-                      LIMIT room
+                      LIMIT least(room, g.r)
                       FOR UPDATE SKIP LOCKED) x
             ) t
         ), q AS (
             SELECT c.partition_id, c.ordering_id FROM c ORDER BY c.rn, c.i LIMIT room
+        ), claimed AS (
+            UPDATE pgsched.heads h
+            SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
+                chain = -2
+            FROM q
+            WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
+            RETURNING h.*
         )
-        UPDATE pgsched.heads h
-        SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
-            chain = -2
-        FROM q
-        WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
-        RETURNING h.*;
+        SELECT coalesce(array_agg(x::pgsched.heads), '{}') INTO taken FROM claimed x;
     END IF;
-    GET DIAGNOSTICS took = ROW_COUNT;
+    RETURN QUERY SELECT * FROM unnest(taken);
+    took := cardinality(taken);
+    IF p_limit.per_group AND took > 0 THEN
+        UPDATE pgsched.limit_group_usage g SET running = g.running + d.n
+        FROM (SELECT coalesce(t.group_key, '') AS gk, count(*)::integer AS n FROM unnest(taken) t GROUP BY 1) d
+        WHERE g.kind = p_limit.kind AND g.group_key = d.gk;
+    END IF;
     IF took > 0 THEN
         UPDATE pgsched.limit_usage x
         SET running = x.running + took,

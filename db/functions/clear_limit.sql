@@ -19,6 +19,7 @@ BEGIN
     DELETE FROM pgsched.kind_limits l WHERE l.kind = clear_limit.kind;
     was := FOUND;
     DELETE FROM pgsched.limit_usage u WHERE u.kind = clear_limit.kind AND u.running = 0;
+    DELETE FROM pgsched.limit_group_usage g WHERE g.kind = clear_limit.kind AND g.running = 0;
     -- Parked heads (paused ones too) back to idle, locked in key order as
     -- enqueuers lock them; one statement over every partition, as limits
     -- are single-server (the Citus build refuses set_limit).

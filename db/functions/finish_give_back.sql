@@ -27,6 +27,7 @@ DECLARE
     back_p    integer[];
     back_o    text[];
     limited   text[];
+    limited_groups text[];
     t_now     timestamptz := now();
     retry_ats timestamptz[];
     -- A task of a limited kind goes back parked (pgsched.set_limit).
@@ -34,7 +35,7 @@ DECLARE
 BEGIN
     freed := 0;
     IF EXISTS (SELECT 1 FROM pgsched.limit_usage) THEN
-        SELECT array_agg(h.kind) INTO limited
+        SELECT array_agg(h.kind), array_agg(coalesce(h.group_key, '')) INTO limited, limited_groups
         FROM unnest(partition_ids, ordering_ids, task_ids, claimed_ats, outcomes) AS b(p, o, id, ca, outcome)
         JOIN pgsched.heads h ON h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
         WHERE h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca AND h.chain = -2
@@ -63,6 +64,6 @@ BEGIN
         -- A task enqueued earlier than the one given back runs first.
         PERFORM pgsched.settle_heads(back_p, back_o);
     END IF;
-    freed := pgsched.limit_release(limited);
+    freed := pgsched.limit_release(limited, limited_groups);
 END
 $$;

@@ -58,6 +58,7 @@ DECLARE
     -- now(), the transaction's start, in a variable: Citus refuses it in RETURNING and CASE.
     t_now   timestamptz := now();
     gone_lk text[];
+    gone_lg text[];
     v_limited text[];
     freed   integer := 0;
 BEGIN
@@ -135,8 +136,8 @@ BEGIN
            array_agg(g.chain) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
            array_agg(g.id), count(*) FILTER (WHERE g.backlog AND cardinality(g.next_tids) > 0),
            (SELECT count(*) FROM ins), (SELECT array_agg(x::pgsched.heads) FROM ins x WHERE x.running),
-           array_agg(g.kind) FILTER (WHERE g.chain = -2)
-    INTO gone_p, gone_o, gone_c, gone_id, known_n, moved_n, fast, gone_lk FROM gone g;
+           array_agg(g.kind) FILTER (WHERE g.chain = -2), array_agg(coalesce(g.group_key, '')) FILTER (WHERE g.chain = -2)
+    INTO gone_p, gone_o, gone_c, gone_id, known_n, moved_n, fast, gone_lk, gone_lg FROM gone g;
     IF fast IS NOT NULL THEN
         RETURN QUERY
         SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
@@ -227,7 +228,7 @@ BEGIN
                                       retry_delays, errors) b;
     END IF;
     IF gone_lk IS NOT NULL THEN
-        freed := freed + pgsched.limit_release(gone_lk);
+        freed := freed + pgsched.limit_release(gone_lk, gone_lg);
     END IF;
 
     applied := coalesce(gone_id, '{}') || coalesce(back_id, '{}');

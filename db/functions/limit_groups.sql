@@ -3,11 +3,12 @@
 -- heads due by p_horizon in the given partitions, in turn: from the first
 -- after p_after (the group the last claim of the kind served last) on,
 -- wrapping around to the start, at most p_max of them, and at most 1000
--- groups looked at (one index probe each, heads_limited_group). So a
+-- groups looked at; with p_group_max (a per-group limit), none that runs
+-- that many already (one index probe each, heads_limited_group). So a
 -- group's backlog, however long, takes its turn with the others', and a
 -- claim with room for one task serves the next group each time.
 CREATE OR REPLACE FUNCTION pgsched.limit_groups(p_kind text, p_after text, p_partitions integer[], p_horizon timestamptz,
-                                     p_max integer)
+                                     p_max integer, p_group_max integer DEFAULT NULL)
 RETURNS text[]
 LANGUAGE plpgsql
 STABLE
@@ -37,7 +38,9 @@ BEGIN
         looked := looked + 1;
         IF EXISTS (SELECT 1 FROM pgsched.heads h
                    WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_kind AND coalesce(h.group_key, '') = nxt
-                     AND h.run_at <= p_horizon AND h.partition_id = ANY (p_partitions) AND NOT h.running) THEN
+                     AND h.run_at <= p_horizon AND h.partition_id = ANY (p_partitions) AND NOT h.running)
+           AND NOT EXISTS (SELECT 1 FROM pgsched.limit_group_usage g
+                           WHERE g.kind = p_kind AND g.group_key = nxt AND g.running >= p_group_max) THEN
             groups := groups || nxt;
         END IF;
         cur := nxt;

@@ -25,6 +25,7 @@ DECLARE
     n integer;
     counted boolean;
     limited text[] := '{}';
+    limited_groups text[] := '{}';
     -- A task of a limited kind goes back parked (pgsched.set_limit).
     v_limited text[] := ARRAY(SELECT l.kind FROM pgsched.kind_limits l);
 BEGIN
@@ -57,7 +58,8 @@ BEGIN
             -- Tasks a limit counts (chain -2; the rows are locked, and an
             -- expired lease is never renewed, so these are the rows the
             -- UPDATE below changes).
-            SELECT limited || coalesce(array_agg(h.kind), '{}') INTO limited
+            SELECT limited || coalesce(array_agg(h.kind), '{}'), limited_groups || coalesce(array_agg(coalesce(h.group_key, '')), '{}')
+            INTO limited, limited_groups
             FROM unnest(q.o) AS b(o) JOIN pgsched.heads h ON h.partition_id = q.p AND h.ordering_id = b.o
             WHERE h.running AND h.chain = -2
               AND NOT EXISTS (SELECT 1 FROM pgsched.nodes live
@@ -77,7 +79,7 @@ BEGIN
         SELECT back_p || coalesce(array_agg(back.partition_id), '{}'), back_o || coalesce(array_agg(back.ordering_id), '{}')
         INTO back_p, back_o FROM back;
     END LOOP;
-    PERFORM pgsched.limit_release(nullif(limited, '{}'));
+    PERFORM pgsched.limit_release(nullif(limited, '{}'), limited_groups);
     lost_p := nullif(back_p, '{}');
     lost_o := nullif(back_o, '{}');
     n := coalesce(cardinality(lost_p), 0);

@@ -29,13 +29,16 @@ CREATE TABLE pgsched.kind_limits (
     max_running integer,
     max_starts  integer,
     per         interval,
+    -- max_running bounds each group (group_key) of the kind apart.
+    per_group   boolean NOT NULL DEFAULT false,
     updated_at  timestamptz NOT NULL DEFAULT now(),
     CHECK (octet_length(kind) BETWEEN 1 AND 255),
     CHECK (max_running IS NULL OR max_running >= 1),
     CHECK (max_starts IS NULL OR max_starts BETWEEN 1 AND 10000),
     CHECK ((max_starts IS NULL) = (per IS NULL)),
     CHECK (per IS NULL OR per > interval '0'),
-    CHECK (max_running IS NOT NULL OR max_starts IS NOT NULL)
+    CHECK (max_running IS NOT NULL OR max_starts IS NOT NULL),
+    CHECK (NOT per_group OR (max_running IS NOT NULL AND max_starts IS NULL))
 );
 
 CREATE TABLE pgsched.limit_usage (
@@ -53,6 +56,15 @@ ALTER TABLE pgsched.heads ADD CONSTRAINT heads_idle_chain CHECK (running OR chai
 -- node's partitions in one statement, and the due read finds the earliest
 -- with one probe: by kind, then time.
 CREATE INDEX heads_limited_kind ON pgsched.heads (kind, run_at) WHERE chain = -1 AND NOT paused;
+-- What a per-group limit counts: a kind's running tasks by group ('' for
+-- none), beside the kind's row in limit_usage.
+CREATE TABLE pgsched.limit_group_usage (
+    kind      text NOT NULL,
+    group_key text NOT NULL,
+    running   integer NOT NULL DEFAULT 0,
+    PRIMARY KEY (kind, group_key)
+);
+
 -- Fair share: a limited kind's groups in turn, each group's parked heads by time.
 CREATE INDEX heads_limited_group ON pgsched.heads (kind, (coalesce(group_key, '')), run_at) WHERE chain = -1 AND NOT paused;
 
@@ -66,5 +78,6 @@ DROP INDEX pgsched.heads_limited_group;
 DROP INDEX pgsched.heads_limited_kind;
 ALTER TABLE pgsched.heads DROP CONSTRAINT heads_idle_chain;
 ALTER TABLE pgsched.heads ADD CONSTRAINT heads_check1 CHECK (running OR chain = 0);
+DROP TABLE pgsched.limit_group_usage;
 DROP TABLE pgsched.limit_usage;
 DROP TABLE pgsched.kind_limits;

@@ -2,7 +2,8 @@
 
 -- name: LimitSet :one
 SELECT pgsched.set_limit(sqlc.arg(kind)::text, max_running => sqlc.narg(max_running)::integer,
-                         max_starts => sqlc.narg(max_starts)::integer, per => sqlc.narg(per)::interval) AS fresh;
+                         max_starts => sqlc.narg(max_starts)::integer, per => sqlc.narg(per)::interval,
+                         per_group => sqlc.arg(per_group)::boolean) AS fresh;
 
 -- name: LimitClear :one
 SELECT pgsched.clear_limit(sqlc.arg(kind)::text) AS cleared;
@@ -13,6 +14,6 @@ SELECT pgsched.limit_sweep() AS changed;
 -- name: LimitsList :many
 SELECT l.kind, l.max_running, l.running::integer AS running, l.max_starts,
        coalesce(extract(epoch FROM l.per), 0)::float8 AS per_seconds, l.started_in_window::integer AS started_in_window,
-       l.waiting::bigint AS waiting, l.paused::boolean AS paused, l.updated_at
+       l.waiting::bigint AS waiting, l.paused::boolean AS paused, l.updated_at, l.per_group::boolean AS per_group
 FROM pgsched.limits l
 ORDER BY l.kind;

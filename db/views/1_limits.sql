@@ -1,12 +1,14 @@
 -- limits: each limited kind (pgsched.set_limit), what its limit allows and
 -- what it counts now: running under the limit, started in the current
 -- window, and how many of its tasks wait parked for room (due or not).
+-- per_group: max_running bounds each group apart (running is the sum).
 CREATE OR REPLACE VIEW pgsched.limits AS
 SELECT l.kind, l.max_running, coalesce(u.running, 0) AS running, l.max_starts, l.per,
        (SELECT count(*) FROM unnest(u.starts) s WHERE s > now() - l.per)::integer AS started_in_window,
        coalesce(w.n, 0) AS waiting,
        p.kind IS NOT NULL AS paused,
-       l.updated_at
+       l.updated_at,
+       l.per_group
 FROM pgsched.kind_limits l
 LEFT JOIN pgsched.limit_usage u ON u.kind = l.kind
 LEFT JOIN pgsched.paused_kinds p ON p.kind = l.kind

@@ -26,7 +26,8 @@ func (q *Queries) LimitClear(ctx context.Context, db DBTX, kind string) (bool, e
 const limitSet = `-- name: LimitSet :one
 
 SELECT pgsched.set_limit($1::text, max_running => $2::integer,
-                         max_starts => $3::integer, per => $4::interval) AS fresh
+                         max_starts => $3::integer, per => $4::interval,
+                         per_group => $5::boolean) AS fresh
 `
 
 type LimitSetParams struct {
@@ -34,6 +35,7 @@ type LimitSetParams struct {
 	MaxRunning pgtype.Int4
 	MaxStarts  pgtype.Int4
 	Per        pgtype.Interval
+	PerGroup   bool
 }
 
 // Limits per kind (pgsched.set_limit, clear_limit and the limits view).
@@ -43,6 +45,7 @@ func (q *Queries) LimitSet(ctx context.Context, db DBTX, arg LimitSetParams) (bo
 		arg.MaxRunning,
 		arg.MaxStarts,
 		arg.Per,
+		arg.PerGroup,
 	)
 	var fresh bool
 	err := row.Scan(&fresh)
@@ -63,7 +66,7 @@ func (q *Queries) LimitSweep(ctx context.Context, db DBTX) (int32, error) {
 const limitsList = `-- name: LimitsList :many
 SELECT l.kind, l.max_running, l.running::integer AS running, l.max_starts,
        coalesce(extract(epoch FROM l.per), 0)::float8 AS per_seconds, l.started_in_window::integer AS started_in_window,
-       l.waiting::bigint AS waiting, l.paused::boolean AS paused, l.updated_at
+       l.waiting::bigint AS waiting, l.paused::boolean AS paused, l.updated_at, l.per_group::boolean AS per_group
 FROM pgsched.limits l
 ORDER BY l.kind
 `
@@ -78,6 +81,7 @@ type LimitsListRow struct {
 	Waiting         int64
 	Paused          bool
 	UpdatedAt       time.Time
+	PerGroup        bool
 }
 
 func (q *Queries) LimitsList(ctx context.Context, db DBTX) ([]LimitsListRow, error) {
@@ -99,6 +103,7 @@ func (q *Queries) LimitsList(ctx context.Context, db DBTX) ([]LimitsListRow, err
 			&i.Waiting,
 			&i.Paused,
 			&i.UpdatedAt,
+			&i.PerGroup,
 		); err != nil {
 			return nil, err
 		}

@@ -180,6 +180,7 @@ type PgschedKindLimit struct {
 	MaxRunning pgtype.Int4
 	MaxStarts  pgtype.Int4
 	Per        pgtype.Interval
+	PerGroup   bool
 	UpdatedAt  time.Time
 }
 
@@ -209,6 +210,13 @@ type PgschedLimit struct {
 	Waiting         int64
 	Paused          interface{}
 	UpdatedAt       time.Time
+	PerGroup        bool
+}
+
+type PgschedLimitGroupUsage struct {
+	Kind     string
+	GroupKey string
+	Running  int32
 }
 
 type PgschedLimitUsage struct {

@@ -15,6 +15,7 @@ type Limit struct {
 	MaxRunning int
 	MaxStarts  int
 	Per        time.Duration
+	PerGroup   bool
 }
 
 // LimitInfo is a row of the limits view: a kind's limit and what it
@@ -31,7 +32,7 @@ type LimitInfo struct {
 
 // SetLimit sets (or replaces) kind's limit; true when it had none.
 func (s *PG) SetLimit(ctx context.Context, db DBTX, kind string, l Limit) (bool, error) {
-	p := dbgen.LimitSetParams{Kind: kind}
+	p := dbgen.LimitSetParams{Kind: kind, PerGroup: l.PerGroup}
 	if l.MaxRunning != 0 {
 		p.MaxRunning = pgtype.Int4{Int32: sqlCount(l.MaxRunning), Valid: true}
 	}
@@ -69,7 +70,7 @@ func (s *PG) Limits(ctx context.Context, db DBTX) ([]LimitInfo, error) {
 		out[i] = LimitInfo{
 			Kind: r.Kind,
 			Limit: Limit{MaxRunning: int(r.MaxRunning.Int32), MaxStarts: int(r.MaxStarts.Int32),
-				Per: time.Duration(r.PerSeconds * float64(time.Second))},
+				Per: time.Duration(r.PerSeconds * float64(time.Second)), PerGroup: r.PerGroup},
 			Running: int(r.Running), StartedInWindow: int(r.StartedInWindow), Waiting: r.Waiting,
 			Paused: r.Paused, UpdatedAt: r.UpdatedAt,
 		}

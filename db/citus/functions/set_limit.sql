@@ -5,7 +5,7 @@
 -- per worker, or claims of limited kinds routed through the coordinator),
 -- a limit there is refused rather than kept loosely.
 CREATE OR REPLACE FUNCTION pgsched.set_limit(kind text, max_running integer DEFAULT NULL, max_starts integer DEFAULT NULL,
-                                  per interval DEFAULT NULL)
+                                  per interval DEFAULT NULL, per_group boolean DEFAULT false)
 RETURNS boolean
 LANGUAGE plpgsql
 AS $$

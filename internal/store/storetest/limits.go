@@ -205,6 +205,8 @@ func limitBadInput(t *testing.T, f Fixture) {
 		{"k", store.Limit{MaxStarts: 20000, Per: time.Second}, "max_starts must be from 1 to 10000"},
 		{"k", store.Limit{MaxStarts: 1, Per: -time.Second}, "per must be positive"},
 		{"k", store.Limit{MaxStarts: 1, Per: 48 * time.Hour}, "per must be at most a day"},
+		{"k", store.Limit{MaxStarts: 1, Per: time.Second, PerGroup: true}, "per_group bounds max_running, which it needs"},
+		{"k", store.Limit{MaxRunning: 2, MaxStarts: 1, Per: time.Second, PerGroup: true}, "a rate per group is not available"},
 	} {
 		_, err := f.Store.SetLimit(ctx, f.Pool, c.kind, c.l)
 		require.ErrorIs(t, err, store.ErrInvalid, "%+v", c)
@@ -241,4 +243,56 @@ func limitSweep(t *testing.T, f Fixture) {
 	n, err = f.Store.LimitSweep(ctx, f.Pool)
 	require.NoError(t, err)
 	require.Zero(t, n, "nothing left to put right")
+}
+
+// limitPerGroup: a per-group limit of 1 runs one task of each group at
+// once (tasks without a group are a group), whatever the claim's room;
+// a group's finish frees that group's place alone; a rescue frees the
+// places of the tasks it rescues.
+func limitPerGroup(t *testing.T, f Fixture) {
+	if limitsOnCitus(t, f) {
+		return
+	}
+	at := time.Now().Add(-time.Second)
+	grouped := func(id, group string) store.NewTask {
+		nt := limited(id, at, "")
+		nt.GroupKey = group
+		return nt
+	}
+	schedule(t, f, grouped("a1", "a"), grouped("a2", "a"), grouped("a3", "a"), grouped("b1", "b"), grouped("b2", "b"),
+		grouped("n1", ""), grouped("n2", ""))
+	_, err := f.Store.SetLimit(ctx, f.Pool, "l", store.Limit{MaxRunning: 1, PerGroup: true})
+	require.NoError(t, err)
+	require.True(t, limitOf(t, f, "l").Limit.PerGroup)
+	e := node(t, f, "n")
+	groups := func(jobs []store.Claimed) map[string]int {
+		out := map[string]int{}
+		for _, j := range jobs {
+			out[j.GroupKey]++
+		}
+		return out
+	}
+	jobs := claim(t, f, "n", e, 100)
+	require.Equal(t, map[string]int{"a": 1, "b": 1, "": 1}, groups(jobs), "one of each group")
+	require.Empty(t, claim(t, f, "n", e, 100), "each group runs its one")
+	require.Equal(t, 3, limitOf(t, f, "l").Running)
+
+	var a store.Claimed
+	for _, j := range jobs {
+		if j.GroupKey == "a" {
+			a = j
+		}
+	}
+	_, err = f.Store.Finish(ctx, f.Pool, "n", e, []store.Outcome{outcome(a, pgschedtype.OutcomeCompleted)}, store.Handover{})
+	require.NoError(t, err)
+	next := claim(t, f, "n", e, 100)
+	require.Equal(t, map[string]int{"a": 1}, groups(next), "a's place freed, not the others'")
+
+	expire(t, f, "n", time.Second)
+	_, err = f.Store.RescueExpired(ctx, f.Pool, nil)
+	require.NoError(t, err)
+	require.Zero(t, limitOf(t, f, "l").Running)
+	require.Zero(t, count(t, f, "SELECT coalesce(sum(running), 0) FROM {s}.limit_group_usage"), "every group's place freed")
+	e2 := node(t, f, "n2")
+	require.Equal(t, map[string]int{"a": 1, "b": 1, "": 1}, groups(claim(t, f, "n2", e2, 100)))
 }

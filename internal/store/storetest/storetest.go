@@ -74,6 +74,7 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"LimitMaxStarts", limitMaxStarts},
 		{"LimitBadInput", limitBadInput},
 		{"LimitSweep", limitSweep},
+		{"LimitPerGroup", limitPerGroup},
 		// cluster.go
 		{"NodeTerms", nodeTerms},
 		{"LeaderAndPlan", leaderAndPlan},
