@@ -226,7 +226,9 @@ func TestCheckUnknownDelivery(t *testing.T) {
 // flight at the receiver is over the limit; one that begins as another
 // ends is not.
 func TestOverLimit(t *testing.T) {
-	at := func(ms int) time.Time { return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond) }
+	at := func(ms int) time.Time {
+		return time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond)
+	}
 	d := func(id string, from, to int) Delivery { return Delivery{OrderingID: id, Start: at(from), End: at(to)} }
 	ds := []Delivery{d("a", 0, 10), d("b", 5, 15), d("c", 10, 20), d("d", 12, 14), d("e", 30, 40)}
 	if got := overLimit(ds, 2); len(got) != 1 || got[0].OrderingID != "d" {
