@@ -219,7 +219,7 @@ args=(-runs "$RUNS" -n "$N")
 [ -n "${BENCH_FLEX_DOWN:-}" ] && args+=(-flex-down "$BENCH_FLEX_DOWN")
 
 # The headline burn-downs run in rounds (see the top); the rest after.
-pg_all="enqueue,burn-own,burn-ordered,burn-traced,lateness,sustained,backlog,claim-latency,replicas,rebalance"
+pg_all="enqueue,burn-own,burn-ordered,burn-traced,limited,priority,lateness,sustained,backlog,claim-latency,replicas,rebalance"
 pg_head=(); pg_rest=()
 IFS=, read -ra _ws <<<"${BENCH_ONLY:-$pg_all}"
 for w in "${_ws[@]}"; do
