@@ -40,9 +40,8 @@ BEGIN
     END IF;
     -- Groups in turn (limit_groups). One statement across the node's
     -- partitions (limits are refused on Citus, where a locking statement
-    -- must name one), updating by key: with one group and no per-group
-    -- bound, the kind's earliest parked heads (heads_limited_kind); else
-    -- each group's earliest in turn, a round of one each, then another,
+    -- must name one), updating by key: each group's earliest parked heads
+    -- (heads_limited_group) in turn, a round of one each, then another,
     -- each group to its own room under a per-group bound.
     groups := pgsched.limit_groups(p_limit.kind, u.last_group, p_partitions, p_horizon, room,
                                    CASE WHEN p_limit.per_group THEN p_limit.max_running END);
@@ -59,54 +58,32 @@ BEGIN
     ELSE
         rooms := array_fill(room, ARRAY[cardinality(groups)]);
     END IF;
-    IF cardinality(groups) <= 1 AND NOT p_limit.per_group THEN
-        WITH q AS (
-            SELECT h.partition_id, h.ordering_id FROM pgsched.heads h
-            WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND h.partition_id = ANY (p_partitions)
-              AND NOT h.running AND h.run_at <= p_horizon
-              AND EXISTS (SELECT 1 FROM pgsched.nodes n
-                          WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
-                            AND n.timeline IN (0, pgsched.timeline()))
-            ORDER BY h.run_at
-            LIMIT room
-            FOR UPDATE SKIP LOCKED
-        ), claimed AS (
-            UPDATE pgsched.heads h
-            SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
-                chain = -2
-            FROM q
-            WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
-            RETURNING h.*
-        )
-        SELECT coalesce(array_agg(x::pgsched.heads), '{}') INTO taken FROM claimed x;
-    ELSE
-        WITH c AS (
-            SELECT t.partition_id, t.ordering_id, g.i, t.rn
-            FROM unnest(groups, rooms) WITH ORDINALITY AS g(gk, r, i)
-            CROSS JOIN LATERAL (
-                SELECT x.partition_id, x.ordering_id, row_number() OVER (ORDER BY x.run_at) AS rn
-                FROM (SELECT h.partition_id, h.ordering_id, h.run_at FROM pgsched.heads h
-                      WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND coalesce(h.group_key, '') = g.gk
-                        AND h.partition_id = ANY (p_partitions) AND NOT h.running AND h.run_at <= p_horizon
-                        AND EXISTS (SELECT 1 FROM pgsched.nodes n
-                                    WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
-                                      AND n.timeline IN (0, pgsched.timeline()))
-                      ORDER BY h.run_at
-                      LIMIT least(room, g.r)
-                      FOR UPDATE SKIP LOCKED) x
-            ) t
-        ), q AS (
-            SELECT c.partition_id, c.ordering_id FROM c ORDER BY c.rn, c.i LIMIT room
-        ), claimed AS (
-            UPDATE pgsched.heads h
-            SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
-                chain = -2
-            FROM q
-            WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
-            RETURNING h.*
-        )
-        SELECT coalesce(array_agg(x::pgsched.heads), '{}') INTO taken FROM claimed x;
-    END IF;
+    WITH c AS (
+        SELECT t.partition_id, t.ordering_id, g.i, t.rn
+        FROM unnest(groups, rooms) WITH ORDINALITY AS g(gk, r, i)
+        CROSS JOIN LATERAL (
+            SELECT x.partition_id, x.ordering_id, row_number() OVER (ORDER BY x.run_at) AS rn
+            FROM (SELECT h.partition_id, h.ordering_id, h.run_at FROM pgsched.heads h
+                  WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND coalesce(h.group_key, '') = g.gk
+                    AND h.partition_id = ANY (p_partitions) AND NOT h.running AND h.run_at <= p_horizon
+                    AND EXISTS (SELECT 1 FROM pgsched.nodes n
+                                WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
+                                  AND n.timeline IN (0, pgsched.timeline()))
+                  ORDER BY h.run_at
+                  LIMIT least(room, g.r)
+                  FOR UPDATE SKIP LOCKED) x
+        ) t
+    ), q AS (
+        SELECT c.partition_id, c.ordering_id FROM c ORDER BY c.rn, c.i LIMIT room
+    ), claimed AS (
+        UPDATE pgsched.heads h
+        SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
+            chain = -2
+        FROM q
+        WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
+        RETURNING h.*
+    )
+    SELECT coalesce(array_agg(x::pgsched.heads), '{}') INTO taken FROM claimed x;
     RETURN QUERY SELECT * FROM unnest(taken);
     took := cardinality(taken);
     IF p_limit.per_group AND took > 0 THEN
