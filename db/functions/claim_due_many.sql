@@ -63,6 +63,7 @@ DECLARE
     lim     pgsched.kind_limits;
     limited boolean := false;
     t_now   timestamptz := now();
+    v_tl    integer := pgsched.timeline();
 BEGIN
     SELECT coalesce(array_agg(k.kind), '{}'), (SELECT array_agg(l.priority ORDER BY l.priority DESC) FROM pgsched.priority_levels l)
     INTO v_paused, v_levels FROM pgsched.paused_kinds k;
@@ -118,7 +119,7 @@ BEGIN
                       AND h.run_at <= horizon AND h.kind <> ALL (v_paused)
                       AND EXISTS (SELECT 1 FROM pgsched.nodes n
                                   WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
-                                    AND n.timeline IN (0, pgsched.timeline()))
+                                    AND n.timeline IN (0, v_tl))
                     ORDER BY h.run_at
                     LIMIT left_
                     FOR UPDATE SKIP LOCKED
@@ -135,7 +136,7 @@ BEGIN
                       AND NOT h.running AND h.run_at <= horizon AND h.kind <> ALL (v_paused)
                       AND EXISTS (SELECT 1 FROM pgsched.nodes n
                                   WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
-                                    AND n.timeline IN (0, pgsched.timeline()))
+                                    AND n.timeline IN (0, v_tl))
                     ORDER BY h.run_at
                     LIMIT left_
                     FOR UPDATE SKIP LOCKED

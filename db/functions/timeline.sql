@@ -9,11 +9,15 @@
 -- STABLE: no statement outlives a timeline (a promotion ends the old
 -- primary, and a standby takes no writes), and Citus plans a claim whose
 -- filter calls a VOLATILE function in steps, which it cannot do for a
--- claim's UPDATE by ctid.
+-- claim's UPDATE by ctid. PL/pgSQL, not SQL: a SQL function that calls a
+-- VOLATILE one is never inlined, so each call would parse and plan its
+-- body again, where PL/pgSQL keeps the plan for the session.
 CREATE OR REPLACE FUNCTION pgsched.timeline()
 RETURNS integer
-LANGUAGE sql
+LANGUAGE plpgsql
 STABLE
 AS $$
-SELECT ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::integer
+BEGIN
+    RETURN ('x' || left(pg_walfile_name(pg_current_wal_lsn()), 8))::bit(32)::integer;
+END
 $$;
