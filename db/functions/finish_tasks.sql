@@ -36,6 +36,7 @@ SET enable_seqscan = off
 SET enable_hashjoin = off
 SET enable_mergejoin = off
 SET enable_material = off
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -94,7 +95,12 @@ BEGIN
         -- Held by this node means running (CHECK on heads).
         WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
           AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca
-        RETURNING h.*, b.outcome, b.err
+        -- What the statements below read, no more: every row is kept
+        -- until they are done, and a dead task's payload only for it.
+        RETURNING h.partition_id, h.ordering_id, h.id, h.scheduled_at, h.uniqueness_key, h.kind, h.attempt, h.node_id,
+                  h.tick, h.chain, h.backlog, h.next_tids, h.next_ids, h.next_more, h.priority, h.group_key,
+                  CASE WHEN b.outcome = 'dead' THEN h.payload END AS payload,
+                  CASE WHEN b.outcome = 'dead' THEN h.traceparent END AS traceparent, b.outcome, b.err
     ), known AS (
         SELECT g.partition_id AS p, g.ordering_id AS o, g.chain AS c, g.next_tids[1] AS tid, g.next_ids[1] AS id,
                g.next_tids[2:] AS rest_tids, g.next_ids[2:] AS rest_ids, g.next_more AS more_after,
