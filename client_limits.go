@@ -21,9 +21,10 @@ type Limit struct {
 	// is counted when the database grants it, in the claim.
 	MaxStarts int
 	Per       time.Duration
-	// PerGroup: MaxRunning bounds each group of the kind (Task.GroupKey;
-	// tasks without one are a group) apart, not the kind as a whole:
-	// "each customer at most 5 at once". Not with MaxStarts.
+	// PerGroup: MaxRunning and MaxStarts bound each group of the kind
+	// (Task.GroupKey; tasks without one are a group) apart, not the kind
+	// as a whole: "each customer at most 5 at once", "each customer at
+	// most 10 calls a second".
 	PerGroup bool
 }
 
@@ -32,7 +33,8 @@ type LimitInfo struct {
 	Kind  string
 	Limit Limit
 	// Running counts the tasks running under the limit; StartedInWindow,
-	// the starts of the last Per.
+	// the starts of the last Per (with PerGroup, both summed over the
+	// groups).
 	Running         int
 	StartedInWindow int
 	// Waiting counts the kind's idle tasks held back for room (due now or
@@ -61,10 +63,6 @@ func (l Limit) check(kind string) error {
 		reason = fmt.Sprintf("max_starts must be from 1 to 10000, got %d", l.MaxStarts)
 	case l.Per < 0:
 		reason = fmt.Sprintf("per must be positive, got %s seconds", seconds(l.Per))
-	case l.PerGroup && l.MaxRunning == 0:
-		reason = "per_group bounds max_running, which it needs"
-	case l.PerGroup && l.MaxStarts != 0:
-		reason = "per_group bounds max_running only; a rate per group is not available"
 	case l.Per > 24*time.Hour:
 		reason = fmt.Sprintf("per must be at most a day, got %s seconds", seconds(l.Per))
 	case l.Per != 0 && l.Per < time.Microsecond:

@@ -112,6 +112,79 @@ func skipOnCitus(t *testing.T) {
 	}
 }
 
+// TestLimitMaxStartsPerGroup: "each customer at most 5 calls a second":
+// a kind whose rate bounds each group apart, two groups of 15 tasks, two
+// workers with 20 handlers each. In no second does a group start more
+// than 5, while the kind as a whole starts more than 5 in some second
+// (the groups are bounded apart, not together), and each group's 15
+// take at least two seconds (printed: about three).
+func TestLimitMaxStartsPerGroup(t *testing.T) {
+	t.Parallel()
+	skipOnCitus(t)
+	b := setupClient(t)
+	ctx := context.Background()
+	_, err := b.client.SetLimit(ctx, "paced-per-customer", pgsched.Limit{MaxStarts: 5, Per: time.Second, PerGroup: true})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	starts := map[string][]time.Time{}
+	handler := pgsched.HandlerFunc(func(_ context.Context, job *pgsched.Job) error {
+		mu.Lock()
+		starts[job.GroupKey] = append(starts[job.GroupKey], job.ClaimedAt)
+		mu.Unlock()
+		return nil
+	})
+	for i := range 2 {
+		cfg := fastConfig(b.db.Schema)
+		cfg.NodeID = fmt.Sprint("paced-group-", i)
+		cfg.Concurrency = 20
+		cfg.Handlers = map[string]pgsched.Handler{"paced-per-customer": handler}
+		startWorker(t, b.db, cfg)
+	}
+	var tasks []pgsched.Task
+	for _, g := range []string{"acme", "globex"} {
+		for i := range 15 {
+			tasks = append(tasks, pgsched.Task{OrderingID: fmt.Sprint(g, "-", i), ScheduledAt: time.Now(),
+				Kind: "paced-per-customer", GroupKey: g})
+		}
+	}
+	began := time.Now()
+	_, err = b.client.ScheduleMany(ctx, tasks)
+	require.NoError(t, err)
+	waitDrained(t, b, time.Minute)
+	t.Logf("2 groups of 15 at 5 a second each in %s", time.Since(began).Round(10*time.Millisecond))
+
+	mu.Lock()
+	defer mu.Unlock()
+	mostInASecond := func(ts []time.Time) int {
+		ts = slices.SortedFunc(slices.Values(ts), func(a, b time.Time) int { return a.Compare(b) })
+		most := 0
+		for i, s := range ts {
+			in := 0
+			for _, o := range ts[i:] {
+				if o.Sub(s) < time.Second {
+					in++
+				}
+			}
+			most = max(most, in)
+		}
+		return most
+	}
+	var all []time.Time
+	for _, g := range []string{"acme", "globex"} {
+		ts := starts[g]
+		require.Len(t, ts, 15, "group %s", g)
+		require.LessOrEqual(t, mostInASecond(ts), 5, "group %s started more than 5 in a second", g)
+		slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+		require.GreaterOrEqual(t, ts[14].Sub(ts[0]), 2*time.Second, "15 starts at 5 a second span at least 2 s")
+		all = append(all, ts...)
+	}
+	require.Greater(t, mostInASecond(all), 5, "the rate bounds each group apart, not the kind")
+	ls, err := b.client.Limits(ctx)
+	require.NoError(t, err)
+	require.Len(t, ls, 1)
+	require.Equal(t, pgsched.Limit{MaxStarts: 5, Per: time.Second, PerGroup: true}, ls[0].Limit)
+}
+
 // TestLimitServesGroupsInTurn: fair share. A limited kind with 400 due
 // tasks of group a, then 20 of group b enqueued after them: the kind's
 // room goes to the groups in turn, so b's 20 finish among the first 80 of

@@ -71,6 +71,9 @@ func limitsListCmd(c *cli, _ *flag.FlagSet) func([]string) error {
 			}
 			if r.MaxStarts != nil {
 				maxStarts = fmt.Sprintf("%d per %s", *r.MaxStarts, time.Duration(*r.PerSeconds*float64(time.Second)))
+				if r.PerGroup {
+					maxStarts += " per group"
+				}
 				started = fmt.Sprint(r.StartedInWindow)
 			}
 			paused := "no"
@@ -88,7 +91,7 @@ func limitsSetCmd(c *cli, fs *flag.FlagSet) func([]string) error {
 	fs.IntVar(&l.MaxRunning, "max-running", 0, "at most this many of the kind's tasks running at once, cluster-wide")
 	fs.IntVar(&l.MaxStarts, "max-starts", 0, "at most this many started in any window of -per")
 	fs.DurationVar(&l.Per, "per", 0, "the window of -max-starts (1s, 1m, up to 24h)")
-	fs.BoolVar(&l.PerGroup, "per-group", false, "-max-running bounds each group (group_key) of the kind apart")
+	fs.BoolVar(&l.PerGroup, "per-group", false, "-max-running and -max-starts bound each group (group_key) of the kind apart")
 	return func(args []string) error {
 		if err := wantArgs("limits set", args, 1, "one kind"); err != nil {
 			return err

@@ -43,15 +43,14 @@ BEGIN
     -- must name one), updating by key: each group's earliest parked heads
     -- (heads_limited_group) in turn, a round of one each, then another,
     -- each group to its own room under a per-group bound.
-    groups := pgsched.limit_groups(p_limit.kind, u.last_group, p_partitions, p_horizon, room,
-                                   CASE WHEN p_limit.per_group THEN p_limit.max_running END);
+    groups := pgsched.limit_groups(p_limit.kind, u.last_group, p_partitions, p_horizon, room, p_limit, t_grant);
     IF p_limit.per_group THEN
         -- The groups' rows, locked in key order as releases lock them.
         INSERT INTO pgsched.limit_group_usage (kind, group_key)
         SELECT p_limit.kind, g FROM unnest(groups) AS g ON CONFLICT DO NOTHING;
         PERFORM 1 FROM pgsched.limit_group_usage g
         WHERE g.kind = p_limit.kind AND g.group_key = ANY (groups) ORDER BY g.group_key FOR UPDATE;
-        rooms := ARRAY(SELECT greatest(p_limit.max_running - coalesce(g.running, 0), 0)
+        rooms := ARRAY(SELECT greatest(pgsched.limit_group_room(p_limit, g, t_grant), 0)
                        FROM unnest(groups) WITH ORDINALITY AS x(gk, i)
                        LEFT JOIN pgsched.limit_group_usage g ON g.kind = p_limit.kind AND g.group_key = x.gk
                        ORDER BY x.i);
@@ -87,7 +86,11 @@ BEGIN
     RETURN QUERY SELECT * FROM unnest(taken);
     took := cardinality(taken);
     IF p_limit.per_group AND took > 0 THEN
-        UPDATE pgsched.limit_group_usage g SET running = g.running + d.n
+        UPDATE pgsched.limit_group_usage g
+        SET running = g.running + d.n,
+            starts = CASE WHEN p_limit.max_starts IS NULL THEN '{}'
+                          ELSE ARRAY(SELECT s FROM unnest(g.starts) s WHERE s > t_grant - p_limit.per ORDER BY s)
+                               || array_fill(t_grant, ARRAY[d.n]) END
         FROM (SELECT coalesce(t.group_key, '') AS gk, count(*)::integer AS n FROM unnest(taken) t GROUP BY 1) d
         WHERE g.kind = p_limit.kind AND g.group_key = d.gk;
     END IF;
@@ -96,7 +99,7 @@ BEGIN
         SET running = x.running + took,
             -- The group served last: each group had one in the first round.
             last_group = CASE WHEN cardinality(groups) > 1 THEN groups[least(took, cardinality(groups))] ELSE x.last_group END,
-            starts = CASE WHEN p_limit.max_starts IS NULL THEN '{}'
+            starts = CASE WHEN p_limit.max_starts IS NULL OR p_limit.per_group THEN '{}'
                           ELSE ARRAY(SELECT s FROM unnest(x.starts) s WHERE s > t_grant - p_limit.per ORDER BY s)
                                || array_fill(t_grant, ARRAY[took]) END
         WHERE x.kind = p_limit.kind;

@@ -14,8 +14,6 @@ SELECT CASE
     WHEN (p_max_starts IS NULL) <> (p_per IS NULL) THEN 'pgsched: max_starts and per go together'
     WHEN p_max_starts < 1 OR p_max_starts > 10000 THEN format('pgsched: max_starts must be from 1 to 10000, got %s', p_max_starts)
     WHEN p_per <= interval '0' THEN format('pgsched: per must be positive, got %s seconds', trim_scale(extract(epoch FROM p_per)))
-    WHEN p_per_group AND p_max_running IS NULL THEN 'pgsched: per_group bounds max_running, which it needs'
-    WHEN p_per_group AND p_max_starts IS NOT NULL THEN 'pgsched: per_group bounds max_running only; a rate per group is not available'
     WHEN p_per > interval '1 day' THEN format('pgsched: per must be at most a day, got %s seconds', trim_scale(extract(epoch FROM p_per)))
 END
 $$;

@@ -3,12 +3,14 @@
 -- heads due by p_horizon in the given partitions, in turn: from the first
 -- after p_after (the group the last claim of the kind served last) on,
 -- wrapping around to the start, at most p_max of them, and at most 1000
--- groups looked at; with p_group_max (a per-group limit), none that runs
--- that many already (one index probe each, heads_limited_group). So a
+-- groups looked at; with a per-group limit (p_limit.per_group), none
+-- without room at p_at (limit_group_room; one index probe each,
+-- heads_limited_group). So a
 -- group's backlog, however long, takes its turn with the others', and a
 -- claim with room for one task serves the next group each time.
 CREATE OR REPLACE FUNCTION pgsched.limit_groups(p_kind text, p_after text, p_partitions integer[], p_horizon timestamptz,
-                                     p_max integer, p_group_max integer DEFAULT NULL)
+                                     p_max integer, p_limit pgsched.kind_limits DEFAULT NULL,
+                                     p_at timestamptz DEFAULT NULL)
 RETURNS text[]
 LANGUAGE plpgsql
 STABLE
@@ -39,8 +41,9 @@ BEGIN
         IF EXISTS (SELECT 1 FROM pgsched.heads h
                    WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_kind AND coalesce(h.group_key, '') = nxt
                      AND h.run_at <= p_horizon AND h.partition_id = ANY (p_partitions) AND NOT h.running)
-           AND NOT EXISTS (SELECT 1 FROM pgsched.limit_group_usage g
-                           WHERE g.kind = p_kind AND g.group_key = nxt AND g.running >= p_group_max) THEN
+           AND NOT (coalesce(p_limit.per_group, false)
+                    AND EXISTS (SELECT 1 FROM pgsched.limit_group_usage g
+                                WHERE g.kind = p_kind AND g.group_key = nxt AND pgsched.limit_group_room(p_limit, g, p_at) <= 0)) THEN
             groups := groups || nxt;
         END IF;
         cur := nxt;

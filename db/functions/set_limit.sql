@@ -1,7 +1,8 @@
 -- set_limit limits a kind, cluster-wide: at most max_running of its tasks
 -- running at once, and at most max_starts of them started in any window
--- of length per (both, or either). With per_group, max_running bounds each
--- group (group_key; tasks without one are a group) apart. Setting it again replaces it. A task
+-- of length per (both, or either). With per_group, both bound each group
+-- (group_key; tasks without one are a group) apart. Setting it again
+-- replaces it. A task
 -- held back waits as it is, its attempt unused, and starts when the limit
 -- allows. Tasks already running when a limit is first set are not counted
 -- by it: until they end, more may run than max_running. PGS01 for a bad

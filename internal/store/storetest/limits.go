@@ -205,8 +205,7 @@ func limitBadInput(t *testing.T, f Fixture) {
 		{"k", store.Limit{MaxStarts: 20000, Per: time.Second}, "max_starts must be from 1 to 10000"},
 		{"k", store.Limit{MaxStarts: 1, Per: -time.Second}, "per must be positive"},
 		{"k", store.Limit{MaxStarts: 1, Per: 48 * time.Hour}, "per must be at most a day"},
-		{"k", store.Limit{MaxStarts: 1, Per: time.Second, PerGroup: true}, "per_group bounds max_running, which it needs"},
-		{"k", store.Limit{MaxRunning: 2, MaxStarts: 1, Per: time.Second, PerGroup: true}, "a rate per group is not available"},
+		{"k", store.Limit{MaxStarts: 3, PerGroup: true}, "max_starts and per go together"},
 	} {
 		_, err := f.Store.SetLimit(ctx, f.Pool, c.kind, c.l)
 		require.ErrorIs(t, err, store.ErrInvalid, "%+v", c)
@@ -295,4 +294,57 @@ func limitPerGroup(t *testing.T, f Fixture) {
 	require.Zero(t, count(t, f, "SELECT coalesce(sum(running), 0) FROM {s}.limit_group_usage"), "every group's place freed")
 	e2 := node(t, f, "n2")
 	require.Equal(t, map[string]int{"a": 1, "b": 1, "": 1}, groups(claim(t, f, "n2", e2, 100)))
+}
+
+// limitPerGroupRate: a rate per group starts up to 2 an hour of each
+// group, then none however many finish; the view sums the groups'
+// starts; the due read tells when the first group's window lets the next
+// one start; a group that has not started yet still starts at once.
+func limitPerGroupRate(t *testing.T, f Fixture) {
+	if limitsOnCitus(t, f) {
+		return
+	}
+	at := time.Now().Add(-time.Second)
+	grouped := func(id, group string) store.NewTask {
+		nt := limited(id, at, "")
+		nt.GroupKey = group
+		return nt
+	}
+	schedule(t, f, grouped("a1", "a"), grouped("a2", "a"), grouped("a3", "a"), grouped("b1", "b"), grouped("b2", "b"),
+		grouped("b3", "b"))
+	lim := store.Limit{MaxStarts: 2, Per: time.Hour, PerGroup: true}
+	_, err := f.Store.SetLimit(ctx, f.Pool, "l", lim)
+	require.NoError(t, err)
+	e := node(t, f, "n")
+	groups := func(jobs []store.Claimed) map[string]int {
+		out := map[string]int{}
+		for _, j := range jobs {
+			out[j.GroupKey]++
+		}
+		return out
+	}
+	jobs := claim(t, f, "n", e, 100)
+	require.Equal(t, map[string]int{"a": 2, "b": 2}, groups(jobs), "two of each group this hour")
+	var outs []store.Outcome
+	for _, j := range jobs {
+		outs = append(outs, outcome(j, pgschedtype.OutcomeCompleted))
+	}
+	_, err = f.Store.Finish(ctx, f.Pool, "n", e, outs, store.Handover{})
+	require.NoError(t, err)
+	require.Empty(t, claim(t, f, "n", e, 100), "each group started 2 this hour")
+	l := limitOf(t, f, "l")
+	require.Equal(t, lim, l.Limit)
+	require.Equal(t, 4, l.StartedInWindow, "the groups' starts, summed")
+	require.EqualValues(t, 2, l.Waiting)
+	due, err := f.Store.NextDue(ctx, f.Pool, all(f))
+	require.NoError(t, err)
+	require.NotEmpty(t, due)
+	require.InDelta(t, time.Hour.Seconds(), due[0].DueIn.Seconds(), 60, "due when a group's first start leaves the window")
+
+	schedule(t, f, grouped("c1", "c"))
+	due, err = f.Store.NextDue(ctx, f.Pool, all(f))
+	require.NoError(t, err)
+	require.NotEmpty(t, due)
+	require.Less(t, due[0].DueIn, time.Second, "a new group has room: due now")
+	require.Equal(t, map[string]int{"c": 1}, groups(claim(t, f, "n", e, 100)))
 }

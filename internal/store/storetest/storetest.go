@@ -75,6 +75,7 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"LimitBadInput", limitBadInput},
 		{"LimitSweep", limitSweep},
 		{"LimitPerGroup", limitPerGroup},
+		{"LimitPerGroupRate", limitPerGroupRate},
 		// cluster.go
 		{"NodeTerms", nodeTerms},
 		{"LeaderAndPlan", leaderAndPlan},
