@@ -40,16 +40,10 @@ SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
-    gone_p  integer[];
-    gone_o  text[];
-    gone_c  integer[];
-    gone_id bigint[];
-    back_p  integer[];
-    back_o  text[];
-    back_id bigint[];
+    gone_p  integer[]; gone_o text[]; gone_c integer[]; gone_id bigint[];
+    back_p  integer[]; back_o text[]; back_id bigint[];
     room    integer := coalesce(p_chain, 0);
-    known_n integer;
-    moved_n integer;
+    known_n integer; moved_n integer;
     fast    pgsched.heads[];
     promoted integer := 0;
     handed  integer := 0;
@@ -61,7 +55,9 @@ DECLARE
     gone_lk text[];
     gone_lg text[];
     v_limited text[];
+    v_held  text[] := '{}';
     freed   integer := 0;
+    got     integer;
 BEGIN
     IF EXISTS (SELECT 1 FROM unnest(outcomes) AS x(outcome) WHERE x.outcome NOT IN ('completed', 'dead')) THEN
         PERFORM pgsched.lock_heads(partition_ids, ordering_ids);
@@ -70,11 +66,12 @@ BEGIN
     IF room > 0 AND EXISTS (SELECT 1 FROM pgsched.nodes n
                             WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now
                               AND n.timeline IN (0, pgsched.timeline())) THEN
-        -- A successor of a limited kind is parked (pgsched.set_limit),
-        -- never handed over: it waits for room like every task of its kind.
+        -- A successor of a limited kind is parked (pgsched.set_limit), not
+        -- handed over; room its kind's tasks free is (finish_hand_limited).
         SELECT coalesce(array_agg(k.kind), '{}'), greatest((SELECT max(l.priority) FROM pgsched.priority_levels l), 0),
                ARRAY(SELECT l.kind FROM pgsched.kind_limits l)
         INTO v_paused, v_top, v_limited FROM pgsched.paused_kinds k;
+        v_held := v_paused;
         v_paused := v_paused || v_limited;
     ELSE
         room := 0;
@@ -95,8 +92,8 @@ BEGIN
         -- Held by this node means running (CHECK on heads).
         WHERE h.partition_id = b.p AND h.ordering_id = b.o AND h.id = b.id
           AND h.node_id = p_node_id AND h.epoch = p_epoch AND h.claimed_at = b.ca
-        -- What the statements below read, no more: every row is kept
-        -- until they are done, and a dead task's payload only for it.
+        -- What the statements below read, no more (a dead task's payload
+        -- only for it): every row is kept until they are done.
         RETURNING h.partition_id, h.ordering_id, h.id, h.scheduled_at, h.uniqueness_key, h.kind, h.attempt, h.node_id,
                   h.tick, h.chain, h.backlog, h.next_tids, h.next_ids, h.next_more, h.priority, h.group_key,
                   CASE WHEN b.outcome = 'dead' THEN h.payload END AS payload,
@@ -154,15 +151,10 @@ BEGIN
     promoted := moved_n;
 
     IF gone_p IS NOT NULL THEN
-        -- The others' next task: the first backlog task of each by
-        -- (scheduled_at, id), in a statement of its own, whose fresh
-        -- snapshot (taken with the heads deleted, so locked) sees every
-        -- task enqueued before. One index scan reads the first 18 by
-        -- (scheduled_at, uniqueness_key): the first is the successor
-        -- unless the second has the same scheduled_at (then a second
-        -- probe takes the earliest enqueued), and if no two share a
-        -- scheduled_at the next 16 become the new head's known
-        -- successors.
+        -- The others' next task, by (scheduled_at, id), in a statement of
+        -- its own, whose fresh snapshot (taken with the heads deleted, so
+        -- locked) sees every task enqueued before; the next 16 become the
+        -- new head's known successors (docs/design.md, "finish_tasks").
         RETURN QUERY
         WITH pick AS (
             SELECT k.p, k.o, k.c, k.i, coalesce(t.tid, f.tids[1]) AS tid, coalesce(t.id, f.ids[1]) AS bid, f.n > 1 AS more,
@@ -235,14 +227,23 @@ BEGIN
     END IF;
     IF gone_lk IS NOT NULL THEN
         freed := freed + pgsched.limit_release(gone_lk, gone_lg);
+        -- The room they leave goes to their kinds' next parked tasks at
+        -- once, handed over like successors (finish_hand_limited).
+        IF room - handed > 0 THEN
+            RETURN QUERY
+            SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
+                   x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent, x.priority, x.group_key
+            FROM pgsched.finish_hand_limited(p_node_id, p_epoch, gone_lk, v_held, room - handed, t_now) x;
+            GET DIAGNOSTICS got = ROW_COUNT;
+            handed := handed + got;
+        END IF;
     END IF;
 
     applied := coalesce(gone_id, '{}') || coalesce(back_id, '{}');
-    -- Heads this call left idle for a claim to take: promoted and not
-    -- handed over (those looked for by the second statement counted from
-    -- the heads flagged as having a backlog, so one whose backlog a cancel
-    -- emptied meanwhile counts too), and given back. Zero tells the worker
-    -- nothing new may have become due.
+    -- Heads this call left idle for a claim to take (promoted, not handed
+    -- over, counted from the heads flagged as having a backlog: one whose
+    -- backlog a cancel emptied counts too), given back, and room freed
+    -- under a limit. Zero: nothing new may have become due.
     claimable := promoted - handed + coalesce(cardinality(back_id), 0) + freed;
     RETURN NEXT;
 END

@@ -52,7 +52,8 @@ func limitsOnCitus(t *testing.T, f Fixture) bool {
 
 // limitMaxRunning: a kind limited to 2 runs at most 2 however many are
 // due and however much room a claim has; its other heads wait parked and
-// show in the view; a successor of its kind is not handed over; every way
+// show in the view; the place a finish frees goes to the kind's next
+// parked task at once (handed over), under the limit; every way
 // a task stops running (completed, retry, rescue) frees its place; clearing
 // the limit lets the rest run as any kind.
 func limitMaxRunning(t *testing.T, f Fixture) {
@@ -100,8 +101,8 @@ func limitMaxRunning(t *testing.T, f Fixture) {
 		}
 	}
 
-	// A completion frees a place (and says a claim may find work); the
-	// successor of o/1, due, is not handed over.
+	// A completion frees a place, which the finish hands at once to the
+	// kind's next parked task: o/2, o/1's successor, the earliest.
 	var first store.Claimed
 	for _, j := range jobs {
 		if j.OrderingID == "o" {
@@ -112,15 +113,12 @@ func limitMaxRunning(t *testing.T, f Fixture) {
 	done, err := f.Store.Finish(ctx, f.Pool, "n", e, []store.Outcome{outcome(first, pgschedtype.OutcomeCompleted)},
 		store.Handover{Max: 10, Partitions: all(f), Limit: 16})
 	require.NoError(t, err)
-	require.Empty(t, done.HandedOver, "a limited kind's successor waits for a claim")
-	require.Positive(t, done.Claimable)
-	require.Equal(t, 1, limitOf(t, f, "l").Running)
-	due, err = f.Store.NextDue(ctx, f.Pool, all(f))
-	require.NoError(t, err)
-	require.NotEmpty(t, due, "room again: due")
-	again := claim(t, f, "n", e, 100)
-	require.Equal(t, map[string]int{"l": 1}, kinds(again))
+	require.Len(t, done.HandedOver, 1, "the freed place goes to the next parked task at once")
+	again := done.HandedOver
+	require.Equal(t, "o", again[0].OrderingID)
+	require.Equal(t, "2", again[0].UniquenessKey)
 	require.Equal(t, 2, limitOf(t, f, "l").Running)
+	require.Empty(t, claim(t, f, "n", e, 100), "l runs 2 again")
 
 	// A retry frees its place and the task waits again.
 	done, err = f.Store.Finish(ctx, f.Pool, "n", e, []store.Outcome{
