@@ -217,6 +217,7 @@ type PgschedLimitGroupUsage struct {
 	Kind     string
 	GroupKey string
 	Running  int32
+	Starts   []time.Time
 }
 
 type PgschedLimitUsage struct {
