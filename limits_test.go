@@ -185,6 +185,62 @@ func TestLimitMaxStartsPerGroup(t *testing.T) {
 	require.Equal(t, pgsched.Limit{MaxStarts: 5, Per: time.Second, PerGroup: true}, ls[0].Limit)
 }
 
+// TestLimitStartsHigherPriorityFirst: within a limited kind, priority
+// still wins: a kind limited to 2 at once with 30 due tasks at priority 0,
+// then 3 at priority 10 enqueued after them: the 3 start among the first
+// 8, not after the 30 that were due before them.
+func TestLimitStartsHigherPriorityFirst(t *testing.T) {
+	t.Parallel()
+	skipOnCitus(t)
+	b := setupClient(t)
+	ctx := context.Background()
+	_, err := b.client.SetLimit(ctx, "narrow", pgsched.Limit{MaxRunning: 2})
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var order []int32
+	handler := pgsched.HandlerFunc(func(ctx context.Context, job *pgsched.Job) error {
+		mu.Lock()
+		order = append(order, job.Priority)
+		mu.Unlock()
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	low := make([]pgsched.Task, 30)
+	for i := range low {
+		low[i] = pgsched.Task{OrderingID: fmt.Sprint("low-", i), ScheduledAt: time.Now(), Kind: "narrow"}
+	}
+	_, err = b.client.ScheduleMany(ctx, low)
+	require.NoError(t, err)
+	cfg := fastConfig(b.db.Schema)
+	cfg.Concurrency = 10
+	cfg.Handlers = map[string]pgsched.Handler{"narrow": handler}
+	startWorker(t, b.db, cfg)
+	eventually(t, 30*time.Second, func() bool { mu.Lock(); defer mu.Unlock(); return len(order) > 0 }, "the first task starts")
+	high := make([]pgsched.Task, 3)
+	for i := range high {
+		high[i] = pgsched.Task{OrderingID: fmt.Sprint("high-", i), ScheduledAt: time.Now(), Kind: "narrow", Priority: 10}
+	}
+	_, err = b.client.ScheduleMany(ctx, high)
+	require.NoError(t, err)
+	waitDrained(t, b, time.Minute)
+
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, order, 33)
+	var at []int
+	for i, p := range order {
+		if p == 10 {
+			at = append(at, i+1)
+		}
+	}
+	t.Logf("priority-10 tasks started as number %v of 33", at)
+	require.Len(t, at, 3)
+	require.LessOrEqual(t, at[2], 8, "the 3 of priority 10 start among the first 8")
+}
+
 // TestLimitServesGroupsInTurn: fair share. A limited kind with 400 due
 // tasks of group a, then 20 of group b enqueued after them: the kind's
 // room goes to the groups in turn, so b's 20 finish among the first 80 of

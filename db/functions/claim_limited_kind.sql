@@ -1,6 +1,7 @@
 -- claim_limited_kind claims, for claim_limited, up to p_max parked heads
--- (chain -1) of one limited kind from the given partitions, earliest
--- first, as many as the kind's limit has room for, and counts them in
+-- (chain -1) of one limited kind from the given partitions, highest
+-- priority first, then groups in turn, then earliest first, as many as
+-- the kind's limit has room for, and counts them in
 -- limit_usage: running, and for a rate their start, the database's clock
 -- when the room was granted (also their claimed_at). The usage row stays
 -- locked until the claim commits, so claims of the kind on every node take
@@ -24,7 +25,10 @@ DECLARE
     t_grant timestamptz;
     groups  text[];
     rooms   integer[];
-    taken   pgsched.heads[];
+    taken   pgsched.heads[] := '{}';
+    got     pgsched.heads[];
+    lv      integer;
+    left_   integer;
 BEGIN
     SELECT * INTO u FROM pgsched.limit_usage x WHERE x.kind = p_limit.kind;
     IF NOT FOUND THEN
@@ -57,32 +61,46 @@ BEGIN
     ELSE
         rooms := array_fill(room, ARRAY[cardinality(groups)]);
     END IF;
-    WITH c AS (
-        SELECT t.partition_id, t.ordering_id, g.i, t.rn
-        FROM unnest(groups, rooms) WITH ORDINALITY AS g(gk, r, i)
-        CROSS JOIN LATERAL (
-            SELECT x.partition_id, x.ordering_id, row_number() OVER (ORDER BY x.run_at) AS rn
-            FROM (SELECT h.partition_id, h.ordering_id, h.run_at FROM pgsched.heads h
-                  WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND coalesce(h.group_key, '') = g.gk
-                    AND h.partition_id = ANY (p_partitions) AND NOT h.running AND h.run_at <= p_horizon
-                    AND EXISTS (SELECT 1 FROM pgsched.nodes n
-                                WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
-                                  AND n.timeline IN (0, pgsched.timeline()))
-                  ORDER BY h.run_at
-                  LIMIT least(room, g.r)
-                  FOR UPDATE SKIP LOCKED) x
-        ) t
-    ), q AS (
-        SELECT c.partition_id, c.ordering_id FROM c ORDER BY c.rn, c.i LIMIT room
-    ), claimed AS (
-        UPDATE pgsched.heads h
-        SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
-            chain = -2
-        FROM q
-        WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
-        RETURNING h.*
-    )
-    SELECT coalesce(array_agg(x::pgsched.heads), '{}') INTO taken FROM claimed x;
+    -- Higher priorities first (priority_levels, as claim_due_many), each
+    -- an index range of heads_limited_group: groups in turn within a
+    -- priority, each group's room shared by the passes.
+    left_ := room;
+    FOREACH lv IN ARRAY ARRAY(SELECT x FROM unnest(ARRAY(SELECT l.priority FROM pgsched.priority_levels l) || 0) AS x
+                              ORDER BY x DESC) LOOP
+        EXIT WHEN left_ <= 0;
+        WITH c AS (
+            SELECT t.partition_id, t.ordering_id, g.i, t.rn
+            FROM unnest(groups, rooms) WITH ORDINALITY AS g(gk, r, i)
+            CROSS JOIN LATERAL (
+                SELECT x.partition_id, x.ordering_id, row_number() OVER (ORDER BY x.run_at) AS rn
+                FROM (SELECT h.partition_id, h.ordering_id, h.run_at FROM pgsched.heads h
+                      WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND coalesce(h.group_key, '') = g.gk
+                        AND h.priority = lv AND h.partition_id = ANY (p_partitions) AND NOT h.running
+                        AND h.run_at <= p_horizon
+                        AND EXISTS (SELECT 1 FROM pgsched.nodes n
+                                    WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
+                                      AND n.timeline IN (0, pgsched.timeline()))
+                      ORDER BY h.run_at
+                      LIMIT least(left_, g.r)
+                      FOR UPDATE SKIP LOCKED) x
+            ) t
+        ), q AS (
+            SELECT c.partition_id, c.ordering_id FROM c ORDER BY c.rn, c.i LIMIT left_
+        ), claimed AS (
+            UPDATE pgsched.heads h
+            SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
+                chain = -2
+            FROM q
+            WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
+            RETURNING h.*
+        )
+        SELECT coalesce(array_agg(x::pgsched.heads), '{}') INTO got FROM claimed x;
+        CONTINUE WHEN cardinality(got) = 0;
+        taken := taken || got;
+        left_ := left_ - cardinality(got);
+        rooms := ARRAY(SELECT greatest(x.r - (SELECT count(*) FROM unnest(got) t WHERE coalesce(t.group_key, '') = x.gk)::integer, 0)
+                       FROM unnest(groups, rooms) WITH ORDINALITY AS x(gk, r, i) ORDER BY x.i);
+    END LOOP;
     RETURN QUERY SELECT * FROM unnest(taken);
     took := cardinality(taken);
     IF p_limit.per_group AND took > 0 THEN

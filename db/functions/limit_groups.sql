@@ -24,6 +24,9 @@ DECLARE
     nxt     text;
     wrapped boolean := false;
     looked  integer := 0;
+    -- Every priority a parked head may have: a group's due check is one
+    -- index range per priority (heads_limited_group).
+    levels  integer[] := ARRAY(SELECT l.priority FROM pgsched.priority_levels l) || 0;
 BEGIN
     LOOP
         EXIT WHEN cardinality(groups) >= p_max OR looked >= 1000;
@@ -38,9 +41,11 @@ BEGIN
         END IF;
         EXIT WHEN wrapped AND nxt > p_after;
         looked := looked + 1;
-        IF EXISTS (SELECT 1 FROM pgsched.heads h
-                   WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_kind AND coalesce(h.group_key, '') = nxt
-                     AND h.run_at <= p_horizon AND h.partition_id = ANY (p_partitions) AND NOT h.running)
+        IF EXISTS (SELECT 1 FROM unnest(levels) AS lv
+                   WHERE EXISTS (SELECT 1 FROM pgsched.heads h
+                                 WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_kind AND coalesce(h.group_key, '') = nxt
+                                   AND h.priority = lv AND h.run_at <= p_horizon AND h.partition_id = ANY (p_partitions)
+                                   AND NOT h.running))
            AND NOT (coalesce(p_limit.per_group, false)
                     AND EXISTS (SELECT 1 FROM pgsched.limit_group_usage g
                                 WHERE g.kind = p_kind AND g.group_key = nxt AND pgsched.limit_group_room(p_limit, g, p_at) <= 0)) THEN
