@@ -126,4 +126,4 @@ for w in $WORKLOADS; do
   old=$(count old "$w" "$ids"); new=$(count new "$w" "$ids")
   awk -v w="$w" -v o="$old" -v n="$new" 'BEGIN { printf "%s: instructions per task, base %d, new %d, new/base %.3f\n", w, o, n, n / o }'
 done
-echo "counts kept in $DIR (callgrind_annotate --inclusive=yes $DIR/callgrind.new.own)"
+echo "counts kept in $DIR: callgrind_annotate --inclusive=yes $DIR/callgrind.new.WORKLOAD"
