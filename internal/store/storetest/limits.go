@@ -17,6 +17,22 @@ func limited(id string, at time.Time, uk string) store.NewTask {
 	return nt
 }
 
+// limitedIn is a task of the limited kind in group.
+func limitedIn(id, group string, at time.Time) store.NewTask {
+	nt := limited(id, at, "")
+	nt.GroupKey = group
+	return nt
+}
+
+// groups counts claimed tasks by group.
+func groups(jobs []store.Claimed) map[string]int {
+	out := map[string]int{}
+	for _, j := range jobs {
+		out[j.GroupKey]++
+	}
+	return out
+}
+
 func limitOf(t *testing.T, f Fixture, kind string) store.LimitInfo {
 	t.Helper()
 	ls, err := f.Store.Limits(ctx, f.Pool)
@@ -251,24 +267,13 @@ func limitPerGroup(t *testing.T, f Fixture) {
 		return
 	}
 	at := time.Now().Add(-time.Second)
-	grouped := func(id, group string) store.NewTask {
-		nt := limited(id, at, "")
-		nt.GroupKey = group
-		return nt
-	}
+	grouped := func(id, group string) store.NewTask { return limitedIn(id, group, at) }
 	schedule(t, f, grouped("a1", "a"), grouped("a2", "a"), grouped("a3", "a"), grouped("b1", "b"), grouped("b2", "b"),
 		grouped("n1", ""), grouped("n2", ""))
 	_, err := f.Store.SetLimit(ctx, f.Pool, "l", store.Limit{MaxRunning: 1, PerGroup: true})
 	require.NoError(t, err)
 	require.True(t, limitOf(t, f, "l").Limit.PerGroup)
 	e := node(t, f, "n")
-	groups := func(jobs []store.Claimed) map[string]int {
-		out := map[string]int{}
-		for _, j := range jobs {
-			out[j.GroupKey]++
-		}
-		return out
-	}
 	jobs := claim(t, f, "n", e, 100)
 	require.Equal(t, map[string]int{"a": 1, "b": 1, "": 1}, groups(jobs), "one of each group")
 	require.Empty(t, claim(t, f, "n", e, 100), "each group runs its one")
@@ -303,24 +308,13 @@ func limitPerGroupRate(t *testing.T, f Fixture) {
 		return
 	}
 	at := time.Now().Add(-time.Second)
-	grouped := func(id, group string) store.NewTask {
-		nt := limited(id, at, "")
-		nt.GroupKey = group
-		return nt
-	}
+	grouped := func(id, group string) store.NewTask { return limitedIn(id, group, at) }
 	schedule(t, f, grouped("a1", "a"), grouped("a2", "a"), grouped("a3", "a"), grouped("b1", "b"), grouped("b2", "b"),
 		grouped("b3", "b"))
 	lim := store.Limit{MaxStarts: 2, Per: time.Hour, PerGroup: true}
 	_, err := f.Store.SetLimit(ctx, f.Pool, "l", lim)
 	require.NoError(t, err)
 	e := node(t, f, "n")
-	groups := func(jobs []store.Claimed) map[string]int {
-		out := map[string]int{}
-		for _, j := range jobs {
-			out[j.GroupKey]++
-		}
-		return out
-	}
 	jobs := claim(t, f, "n", e, 100)
 	require.Equal(t, map[string]int{"a": 2, "b": 2}, groups(jobs), "two of each group this hour")
 	var outs []store.Outcome
