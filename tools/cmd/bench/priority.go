@@ -21,18 +21,12 @@ func (b *bench) priorityWorkload() workload {
 }
 
 func (b *bench) priority(ctx context.Context) ([]float64, error) {
-	pool, c, schema, cleanup, err := b.fresh(ctx)
+	pool, c, schema, cleanup, err := b.freshBacklog(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
 	m := b.backlogN
-	if err := enqueueLoad(ctx, c, m, 0, -time.Second); err != nil {
-		return nil, err
-	}
-	if err := analyze(ctx, pool, schema); err != nil {
-		return nil, err
-	}
 	var high latencies
 	var low atomic.Int64
 	start := time.Now()

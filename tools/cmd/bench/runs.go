@@ -361,23 +361,35 @@ func (b *bench) sustained(ctx context.Context) ([]float64, error) {
 // 100k, or half the backlog when it is smaller than 200k.
 func (b *bench) backlogWindow() int { return min(100_000, b.backlogN/2) }
 
+// freshBacklog is fresh with -backlog tasks already due enqueued and the
+// tables analyzed.
+func (b *bench) freshBacklog(ctx context.Context) (*pgxpool.Pool, *pgsched.Client, string, func(), error) {
+	pool, c, schema, cleanup, err := b.fresh(ctx)
+	if err != nil {
+		return nil, nil, "", nil, err
+	}
+	err = enqueueLoad(ctx, c, b.backlogN, 0, -time.Second)
+	if err == nil {
+		err = analyze(ctx, pool, schema)
+	}
+	if err != nil {
+		cleanup()
+		return nil, nil, "", nil, err
+	}
+	return pool, c, schema, cleanup, nil
+}
+
 // backlog loads -backlog tasks already due, then starts one worker and stamps
 // each handler call. It returns the drain rate over the first and the last
 // window of completions and over the whole drain (from worker start until
 // every outcome is recorded).
 func (b *bench) backlog(ctx context.Context) ([]float64, error) {
-	pool, c, schema, cleanup, err := b.fresh(ctx)
+	pool, _, schema, cleanup, err := b.freshBacklog(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
 	m := b.backlogN
-	if err := enqueueLoad(ctx, c, m, 0, -time.Second); err != nil {
-		return nil, err
-	}
-	if err := analyze(ctx, pool, schema); err != nil {
-		return nil, err
-	}
 	stamps := make([]time.Time, m)
 	var done atomic.Int64
 	finished := make(chan struct{})
