@@ -29,6 +29,7 @@ DECLARE
     got     pgsched.heads[];
     lv      integer;
     left_   integer;
+    v_tl    integer := pgsched.timeline();
 BEGIN
     SELECT * INTO u FROM pgsched.limit_usage x WHERE x.kind = p_limit.kind;
     IF NOT FOUND THEN
@@ -79,7 +80,7 @@ BEGIN
                         AND h.run_at <= p_horizon
                         AND EXISTS (SELECT 1 FROM pgsched.nodes n
                                     WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > now()
-                                      AND n.timeline IN (0, pgsched.timeline()))
+                                      AND n.timeline IN (0, v_tl))
                       ORDER BY h.run_at
                       LIMIT least(left_, g.r)
                       FOR UPDATE SKIP LOCKED) x
