@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Interleaved A/B of pgsched's burn-downs: two commits' cmd/bench on ONE
 # private durable PostgreSQL, alternating which goes first, pair by pair.
-# Prints each pair's figures and the median new/old ratio per workload.
+# Prints each pair's figures and the median new/old ratio per workload,
+# and, where cmd/bench prints its "cpu:" split, the median CPU per task on
+# each side: the bench process (the worker), the rest of the machine (the
+# server), and the idle share. CPU per task moves less with the machine's
+# load than throughput does, and says which side a difference is on.
 # Only same-run ratios mean anything on these machines.
 #
 #   ./scripts/bench-ab.sh BASE [NEW]
@@ -79,9 +83,10 @@ for i in $(seq 1 "$PAIRS"); do
   if [ $((i % 2)) = 1 ]; then order="old new"; else order="new old"; fi
   for v in $order; do
     DATABASE_URL="$DSN" "$work/bench-$v" -only "$ONLY" -runs 1 -n "$N" 2>&1 \
-      | sed -nE 's/^burn-down, ([^:]+): ([0-9]+) tasks\/s.*/\1\t\2/p' \
-      | while IFS=$'\t' read -r name rate; do
-          printf '%s\t%s\t%s\t%s\n' "$i" "$v" "$name" "$rate" | tee -a "$results"
+      | sed -nE -e 's/^burn-down, ([^:]+): ([0-9]+) tasks\/s; cpu: bench process ([0-9.]+) cores, rest ([0-9.]+), idle ([0-9.]+).*/\1\t\2\t\3\t\4\t\5/p;t' \
+                -e 's/^burn-down, ([^:]+): ([0-9]+) tasks\/s.*/\1\t\2\t\t\t/p' \
+      | while IFS=$'\t' read -r name rate worker rest idle; do
+          printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$i" "$v" "$name" "$rate" "$worker" "$rest" "$idle" | tee -a "$results"
         done
   done
 done
@@ -90,8 +95,12 @@ python3 - "$results" <<'PY'
 import sys, statistics, collections
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 by = collections.defaultdict(dict)
-for pair, v, name, rate in rows:
+cpu = collections.defaultdict(list)  # (name, side) -> [(worker us, rest us, idle cores)]
+for pair, v, name, rate, worker, rest, idle in rows:
     by[(name, pair)][v] = float(rate)
+    if worker:
+        r = float(rate)
+        cpu[(name, v)].append((float(worker) / r * 1e6, float(rest) / r * 1e6, float(idle)))
 names = sorted({n for n, _ in by})
 print()
 for name in names:
@@ -103,4 +112,13 @@ for name in names:
     print(f"{name}: new/old per pair {', '.join(f'{r:.3f}' for r in ratios)}; "
           f"median {statistics.median(ratios):.3f} "
           f"(old median {statistics.median(olds):.0f}/s, new {statistics.median(news):.0f}/s)")
+    sides = []
+    for v in ("old", "new"):
+        c = cpu.get((name, v))
+        if c:
+            sides.append(f"{v} worker {statistics.median(x[0] for x in c):.1f} us, "
+                         f"rest {statistics.median(x[1] for x in c):.1f} us, "
+                         f"idle {statistics.median(x[2] for x in c):.2f} cores")
+    if sides:
+        print(f"{name}: CPU per task, medians: {'; '.join(sides)}")
 PY
