@@ -44,16 +44,14 @@ DECLARE
     back_p  integer[]; back_o text[]; back_id bigint[];
     room    integer := coalesce(p_chain, 0);
     known_n integer; moved_n integer;
-    fast    pgsched.heads[];
+    fast    pgsched.handed[];
     promoted integer := 0;
-    handed  integer := 0;
-    handed2 integer;
+    handed  integer := 0; handed2 integer;
     v_paused text[] := '{}';
     v_top   integer := 0;
     -- now(), the transaction's start, in a variable: Citus refuses it in RETURNING and CASE.
     t_now   timestamptz := now();
-    gone_lk text[];
-    gone_lg text[];
+    gone_lk text[]; gone_lg text[];
     v_limited text[];
     v_held  text[] := '{}';
     freed   integer := 0;
@@ -132,13 +130,15 @@ BEGIN
                CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_tids END,
                CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after, m.tick, m.traceparent, m.priority, m.group_key
         FROM moved m
-        RETURNING h.*
+        RETURNING h.running,
+                  CASE WHEN h.running THEN ROW(h.partition_id, h.id, h.ordering_id, h.scheduled_at, h.uniqueness_key, h.kind, h.payload,
+                      h.attempt, h.run_at, h.claimed_at, h.tick, h.traceparent, h.priority, h.group_key)::pgsched.handed END AS x
     )
     SELECT array_agg(g.partition_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
            array_agg(g.ordering_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
            array_agg(g.chain) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
            array_agg(g.id), count(*) FILTER (WHERE g.backlog AND cardinality(g.next_tids) > 0),
-           (SELECT count(*) FROM ins), (SELECT array_agg(x::pgsched.heads) FROM ins x WHERE x.running),
+           (SELECT count(*) FROM ins), (SELECT array_agg(i.x) FROM ins i WHERE i.running),
            array_agg(g.kind) FILTER (WHERE g.chain = -2), array_agg(coalesce(g.group_key, '')) FILTER (WHERE g.chain = -2)
     INTO gone_p, gone_o, gone_c, gone_id, known_n, moved_n, fast, gone_lk, gone_lg FROM gone g;
     IF fast IS NOT NULL THEN

@@ -40,7 +40,6 @@ DECLARE
     room    integer := coalesce(p_chain, 0);
     known_n integer;
     moved_n integer;
-    fast    pgsched.heads[];
     promoted integer := 0;
     handed  integer := 0;
     handed2 integer;
@@ -129,15 +128,11 @@ BEGIN
     moved_n := coalesce(cardinality(v_new), 0);
     IF v_new IS NOT NULL THEN
         INSERT INTO pgsched.heads SELECT x.* FROM unnest(v_new) AS x;
-        SELECT array_agg(x) INTO fast FROM unnest(v_new) AS x WHERE x.running;
-    END IF;
-
-    IF fast IS NOT NULL THEN
         RETURN QUERY
         SELECT NULL::bigint[], x.partition_id, x.id, x.ordering_id::text, x.scheduled_at, x.uniqueness_key::text,
                x.kind, x.payload, x.attempt, x.run_at, x.claimed_at, NULL::integer, x.tick, x.traceparent, x.priority, x.group_key
-        FROM unnest(fast) x;
-        handed := cardinality(fast);
+        FROM unnest(v_new) x WHERE x.running;
+        GET DIAGNOSTICS handed = ROW_COUNT;
     END IF;
     promoted := moved_n;
 
