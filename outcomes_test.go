@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsched/pgsched"
+	"github.com/pgsched/pgsched/internal/pgarray"
 	"github.com/pgsched/pgsched/internal/webhook"
 )
 
@@ -196,8 +197,10 @@ func (f *finishTrace) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tr
 		return ctx
 	}
 	for _, a := range d.Args {
-		if ids, ok := a.([]string); ok { // the first text array: the outcomes' ordering_ids
-			return context.WithValue(ctx, finishKey{}, ids)
+		// The first text array: the outcomes' ordering_ids, as the store
+		// sends it (internal/pgarray).
+		if ids, ok := a.(pgarray.Text); ok {
+			return context.WithValue(ctx, finishKey{}, []string(ids))
 		}
 	}
 	return ctx

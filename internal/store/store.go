@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/pgsched/pgsched/internal/dbgen"
+	"github.com/pgsched/pgsched/internal/pgarray"
 	"github.com/pgsched/pgsched/internal/sqlschema"
 )
 
@@ -62,7 +63,7 @@ func (s *PG) Schema() string { return s.rw.Schema() }
 // NotifyChannel is the LISTEN/NOTIFY channel announcing newly due work.
 func (s *PG) NotifyChannel() string { return s.rw.Schema() + ".due" }
 
-func (s *PG) db(db DBTX) dbgen.DBTX { return s.rw.Wrap(db) }
+func (s *PG) db(db DBTX) dbgen.DBTX { return pgarray.Wrap(s.rw.Wrap(db)) }
 
 // translate maps SQL API errors to sentinels, keeping the server's message.
 func translate(err error) error {
