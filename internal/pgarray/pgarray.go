@@ -1,5 +1,6 @@
 // Package pgarray sends the text[] and timestamptz[] parameters of
-// pgsched's hot statements without a heap allocation per element.
+// pgsched's hot statements without a heap allocation per element, and its
+// jsonb ones readably in every pgx query mode.
 //
 // pgx encodes a []string or []time.Time parameter through its generic
 // array plan, which asks for each element as an interface value: every
@@ -10,16 +11,19 @@
 // the worker's allocations per task. The arrays here hand pgx a pointer
 // to each element instead, which an interface holds without allocating,
 // and the element types encode themselves through pgx's TextValuer and
-// TimestamptzValuer interfaces: the bytes sent are the same.
+// TimestamptzValuer interfaces: the bytes sent are the same. Where pgx
+// sends parameters without asking their types (the exec and simple
+// protocol modes), it gets the plain slice back and encodes it as before.
 //
-// Wrap applies them to every statement of a DBTX. It converts []string and
-// []time.Time arguments only, which pgsched's queries send as text[] and
-// timestamptz[] (TestEveryArrayParameterIsTextOrTimestamptz in
-// internal/store checks the queries).
+// Wrap applies them to every statement of a DBTX. It converts []string,
+// []time.Time, [][]byte and []byte arguments, which pgsched's queries take
+// as text[], timestamptz[], jsonb[] and jsonb only
+// (TestQueriesTakeWhatConvertSends checks the queries).
 package pgarray
 
 import (
 	"context"
+	"database/sql/driver"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,6 +45,17 @@ func (a Text) Dimensions() []pgtype.ArrayDimension {
 // Index returns a pointer to element i, which an interface holds without
 // allocating.
 func (a Text) Index(i int) any { return (*text)(&a[i]) }
+
+// Value hands pgx the plain []string where it sends a parameter without
+// knowing its type (default_query_exec_mode exec or simple_protocol, as
+// behind a transaction pooler): it encodes those by Go type, and knows
+// []string but not Text.
+func (a Text) Value() (driver.Value, error) {
+	if a == nil {
+		return nil, nil
+	}
+	return []string(a), nil
+}
 
 // IndexType tells pgx which encoder the elements take.
 func (a Text) IndexType() any { return (*text)(nil) }
@@ -68,6 +83,15 @@ func (a Timestamptz) Dimensions() []pgtype.ArrayDimension {
 // allocating.
 func (a Timestamptz) Index(i int) any { return (*timestamptz)(&a[i]) }
 
+// Value hands pgx the plain []time.Time where it sends a parameter without
+// knowing its type (see Text.Value).
+func (a Timestamptz) Value() (driver.Value, error) {
+	if a == nil {
+		return nil, nil
+	}
+	return []time.Time(a), nil
+}
+
 // IndexType tells pgx which encoder the elements take.
 func (a Timestamptz) IndexType() any { return (*timestamptz)(nil) }
 
@@ -79,8 +103,48 @@ func (t *timestamptz) TimestamptzValue() (pgtype.Timestamptz, error) {
 	return pgtype.Timestamptz{Time: time.Time(*t), Valid: true}, nil
 }
 
-// Convert replaces, in place, the []string and []time.Time values of args
-// with Text and Timestamptz.
+// JSONB is a [][]byte of JSON documents sent as jsonb[]. Bound in binary
+// it goes as pgx sends a [][]byte; only where pgx sends a parameter
+// without knowing its type does it differ: pgx would send a [][]byte as
+// bytea[] there, which PostgreSQL cannot read as jsonb[].
+type JSONB [][]byte
+
+// Dimensions says how pgx lays the array out: nil is SQL NULL.
+func (a JSONB) Dimensions() []pgtype.ArrayDimension {
+	if a == nil {
+		return nil
+	}
+	return []pgtype.ArrayDimension{{Length: int32(len(a)), LowerBound: 1}}
+}
+
+// Index returns element i; a nil one is SQL NULL.
+func (a JSONB) Index(i int) any { return a[i] }
+
+// IndexType tells pgx which encoder the elements take.
+func (a JSONB) IndexType() any { return []byte(nil) }
+
+// Value hands pgx the documents as text where it sends a parameter
+// without knowing its type (see Text.Value): text PostgreSQL reads as
+// jsonb[] through the statement's cast.
+func (a JSONB) Value() (driver.Value, error) {
+	if a == nil {
+		return nil, nil
+	}
+	out := make([]*string, len(a))
+	for i, b := range a {
+		if b != nil {
+			s := string(b)
+			out[i] = &s
+		}
+	}
+	return out, nil
+}
+
+// Convert replaces, in place, the []string, []time.Time and [][]byte
+// values of args with Text, Timestamptz and JSONB, and a []byte (always a
+// jsonb parameter in pgsched's queries) with a string, which pgx sends as
+// the document's text in every mode (a []byte it would send as bytea
+// where it does not ask the parameter's type).
 func Convert(args []any) {
 	for i, a := range args {
 		switch v := a.(type) {
@@ -88,6 +152,14 @@ func Convert(args []any) {
 			args[i] = Text(v)
 		case []time.Time:
 			args[i] = Timestamptz(v)
+		case [][]byte:
+			args[i] = JSONB(v)
+		case []byte:
+			if v == nil {
+				args[i] = nil
+			} else {
+				args[i] = string(v)
+			}
 		}
 	}
 }

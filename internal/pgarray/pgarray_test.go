@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsched/pgsched/internal/pgarray"
@@ -29,40 +30,77 @@ func TestSameAsPgx(t *testing.T) {
 	texts := [][]string{
 		nil, {}, {""}, {"a", "b"}, {`q"uo'te`, `back\slash`, "com,ma", "{br}", "NULL", "ünï ☃", " lead"},
 	}
-	for _, v := range texts {
-		var same, null bool
-		args := []any{v, v}
-		pgarray.Convert(args[1:])
-		require.IsType(t, pgarray.Text(nil), args[1])
-		require.NoError(t, pool.QueryRow(ctx, "SELECT $1::text[] IS NOT DISTINCT FROM $2::text[], $2::text[] IS NULL", args...).Scan(&same, &null))
-		require.True(t, same, "%q", v)
-		require.Equal(t, v == nil, null, "%q", v)
+	// Every way pgx sends parameters: bound in binary once it knows their
+	// types, and as text without asking (exec and the simple protocol,
+	// which deploy/README.md names for transaction pooling).
+	modes := []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe,
+		pgx.QueryExecModeDescribeExec, pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol}
+	for _, mode := range modes {
+		for _, v := range texts {
+			var same, null bool
+			args := []any{mode, v, v}
+			pgarray.Convert(args[2:])
+			require.IsType(t, pgarray.Text(nil), args[2])
+			require.NoError(t, pool.QueryRow(ctx, "SELECT $1::text[] IS NOT DISTINCT FROM $2::text[], $2::text[] IS NULL", args...).Scan(&same, &null))
+			require.True(t, same, "%v %q", mode, v)
+			require.Equal(t, v == nil, null, "%v %q", mode, v)
+		}
 	}
 	times := [][]time.Time{
 		nil, {}, {time.Date(2026, 11, 26, 17, 0, 0, 123456789, time.UTC), time.Date(2026, 3, 29, 2, 30, 0, 0, berlin), {}},
 	}
-	for _, v := range times {
-		var same, null bool
-		args := []any{v, v}
-		pgarray.Convert(args[1:])
-		require.IsType(t, pgarray.Timestamptz(nil), args[1])
-		require.NoError(t, pool.QueryRow(ctx, "SELECT $1::timestamptz[] IS NOT DISTINCT FROM $2::timestamptz[], $2::timestamptz[] IS NULL", args...).Scan(&same, &null))
-		require.True(t, same, "%v", v)
-		require.Equal(t, v == nil, null, "%v", v)
+	for _, mode := range modes {
+		for _, v := range times {
+			var same, null bool
+			args := []any{mode, v, v}
+			pgarray.Convert(args[2:])
+			require.IsType(t, pgarray.Timestamptz(nil), args[2])
+			require.NoError(t, pool.QueryRow(ctx, "SELECT $1::timestamptz[] IS NOT DISTINCT FROM $2::timestamptz[], $2::timestamptz[] IS NULL", args...).Scan(&same, &null))
+			require.True(t, same, "%v %v", mode, v)
+			require.Equal(t, v == nil, null, "%v %v", mode, v)
+		}
 	}
+	docs := [][]byte{[]byte(`{"n": 1}`), nil, []byte(`"text, with \\ and \"quotes\""`), []byte(`[1, {"a": null}]`)}
+	texts2 := []*string{ptr(`{"n": 1}`), nil, ptr(`"text, with \\ and \"quotes\""`), ptr(`[1, {"a": null}]`)}
+	for _, mode := range modes {
+		for _, v := range [][][]byte{nil, {}, docs} {
+			var same bool
+			args := []any{mode, v, texts2[:len(v)]}
+			if v == nil {
+				args[2] = []*string(nil)
+			}
+			pgarray.Convert(args[1:2])
+			require.IsType(t, pgarray.JSONB(nil), args[1])
+			require.NoError(t, pool.QueryRow(ctx, "SELECT $1::jsonb[] IS NOT DISTINCT FROM $2::text[]::jsonb[]", args...).Scan(&same))
+			require.True(t, same, "%v %q", mode, v)
+		}
+		for _, v := range [][]byte{nil, []byte(`{"n": [1, 2]}`)} {
+			var got *string
+			args := []any{mode, v}
+			pgarray.Convert(args[1:])
+			require.NoError(t, pool.QueryRow(ctx, "SELECT $1::jsonb::text", args...).Scan(&got))
+			if v == nil {
+				require.Nil(t, got, "%v", mode)
+			} else {
+				require.Equal(t, string(v), *got, "%v", mode)
+			}
+		}
+	}
+
 	// Through Wrap, as the store sends them.
 	var got []string
 	require.NoError(t, pgarray.Wrap(pool).QueryRow(ctx, "SELECT $1::text[]", []string{"x", "y"}).Scan(&got))
 	require.Equal(t, []string{"x", "y"}, got)
 }
 
-// TestEveryArrayParameterIsTextOrTimestamptz guards what Wrap assumes:
-// sqlc gives a []string only to a text[] parameter and a []time.Time only
-// to a timestamptz[] one. An array parameter of another type (varchar[],
-// timestamp[], name[] ...) would reach Convert as a []string or
-// []time.Time all the same and be sent with the wrong encoder: add it to
-// the list below only once Convert leaves it alone or encodes it right.
-func TestEveryArrayParameterIsTextOrTimestamptz(t *testing.T) {
+// TestQueriesTakeWhatConvertSends guards what Wrap assumes: sqlc gives a
+// []string only to a text[] parameter, a []time.Time only to a
+// timestamptz[] one, a [][]byte only to jsonb[] and a []byte only to
+// jsonb. An array parameter of another type (varchar[], timestamp[],
+// bytea[] ...) or a bytea one would reach Convert as one of those all the
+// same and be sent with the wrong encoder: allow it below only once
+// Convert leaves it alone or encodes it right.
+func TestQueriesTakeWhatConvertSends(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("../../db/queries/*.sql")
 	require.NoError(t, err)
@@ -84,6 +122,9 @@ func TestEveryArrayParameterIsTextOrTimestamptz(t *testing.T) {
 			arrays++
 			require.True(t, allowed[m[1]], "%s: %s", f, m[0])
 		}
+		require.NotContains(t, string(b), "::bytea", "%s: Convert sends a []byte as jsonb text", f)
 	}
 	require.Greater(t, arrays, 10, "the pattern no longer finds the queries' array parameters")
 }
+
+func ptr(s string) *string { return &s }
