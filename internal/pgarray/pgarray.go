@@ -35,12 +35,7 @@ import (
 type Text []string
 
 // Dimensions says how pgx lays the array out: nil is SQL NULL.
-func (a Text) Dimensions() []pgtype.ArrayDimension {
-	if a == nil {
-		return nil
-	}
-	return []pgtype.ArrayDimension{{Length: int32(len(a)), LowerBound: 1}}
-}
+func (a Text) Dimensions() []pgtype.ArrayDimension { return dimensions(a == nil, len(a)) }
 
 // Index returns a pointer to element i, which an interface holds without
 // allocating.
@@ -72,12 +67,7 @@ func (t *text) TextValue() (pgtype.Text, error) {
 type Timestamptz []time.Time
 
 // Dimensions says how pgx lays the array out: nil is SQL NULL.
-func (a Timestamptz) Dimensions() []pgtype.ArrayDimension {
-	if a == nil {
-		return nil
-	}
-	return []pgtype.ArrayDimension{{Length: int32(len(a)), LowerBound: 1}}
-}
+func (a Timestamptz) Dimensions() []pgtype.ArrayDimension { return dimensions(a == nil, len(a)) }
 
 // Index returns a pointer to element i, which an interface holds without
 // allocating.
@@ -110,12 +100,7 @@ func (t *timestamptz) TimestamptzValue() (pgtype.Timestamptz, error) {
 type JSONB [][]byte
 
 // Dimensions says how pgx lays the array out: nil is SQL NULL.
-func (a JSONB) Dimensions() []pgtype.ArrayDimension {
-	if a == nil {
-		return nil
-	}
-	return []pgtype.ArrayDimension{{Length: int32(len(a)), LowerBound: 1}}
-}
+func (a JSONB) Dimensions() []pgtype.ArrayDimension { return dimensions(a == nil, len(a)) }
 
 // Index returns element i; a nil one is SQL NULL.
 func (a JSONB) Index(i int) any { return a[i] }
@@ -138,6 +123,14 @@ func (a JSONB) Value() (driver.Value, error) {
 		}
 	}
 	return out, nil
+}
+
+// dimensions lays out a one-dimensional array of n elements, or SQL NULL.
+func dimensions(null bool, n int) []pgtype.ArrayDimension {
+	if null {
+		return nil
+	}
+	return []pgtype.ArrayDimension{{Length: int32(n), LowerBound: 1}}
 }
 
 // Convert replaces, in place, the []string, []time.Time and [][]byte

@@ -2,6 +2,7 @@ package pgarray_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,29 +36,32 @@ func TestSameAsPgx(t *testing.T) {
 	// which deploy/README.md names for transaction pooling).
 	modes := []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeCacheDescribe,
 		pgx.QueryExecModeDescribeExec, pgx.QueryExecModeExec, pgx.QueryExecModeSimpleProtocol}
-	for _, mode := range modes {
-		for _, v := range texts {
-			var same, null bool
-			args := []any{mode, v, v}
-			pgarray.Convert(args[2:])
-			require.IsType(t, pgarray.Text(nil), args[2])
-			require.NoError(t, pool.QueryRow(ctx, "SELECT $1::text[] IS NOT DISTINCT FROM $2::text[], $2::text[] IS NULL", args...).Scan(&same, &null))
-			require.True(t, same, "%v %q", mode, v)
-			require.Equal(t, v == nil, null, "%v %q", mode, v)
-		}
-	}
 	times := [][]time.Time{
 		nil, {}, {time.Date(2026, 11, 26, 17, 0, 0, 123456789, time.UTC), time.Date(2026, 3, 29, 2, 30, 0, 0, berlin), {}},
 	}
+	type sent struct {
+		typ  string // the parameter's type
+		v    any    // as the query passes it
+		conv any    // the type Convert makes of it
+		null bool
+	}
+	var cases []sent
+	for _, v := range texts {
+		cases = append(cases, sent{"text[]", v, pgarray.Text(nil), v == nil})
+	}
+	for _, v := range times {
+		cases = append(cases, sent{"timestamptz[]", v, pgarray.Timestamptz(nil), v == nil})
+	}
 	for _, mode := range modes {
-		for _, v := range times {
+		for _, c := range cases {
 			var same, null bool
-			args := []any{mode, v, v}
+			args := []any{mode, c.v, c.v}
 			pgarray.Convert(args[2:])
-			require.IsType(t, pgarray.Timestamptz(nil), args[2])
-			require.NoError(t, pool.QueryRow(ctx, "SELECT $1::timestamptz[] IS NOT DISTINCT FROM $2::timestamptz[], $2::timestamptz[] IS NULL", args...).Scan(&same, &null))
-			require.True(t, same, "%v %v", mode, v)
-			require.Equal(t, v == nil, null, "%v %v", mode, v)
+			require.IsType(t, c.conv, args[2])
+			q := fmt.Sprintf("SELECT $1::%[1]s IS NOT DISTINCT FROM $2::%[1]s, $2::%[1]s IS NULL", c.typ)
+			require.NoError(t, pool.QueryRow(ctx, q, args...).Scan(&same, &null))
+			require.True(t, same, "%v %v", mode, c.v)
+			require.Equal(t, c.null, null, "%v %v", mode, c.v)
 		}
 	}
 	docs := [][]byte{[]byte(`{"n": 1}`), nil, []byte(`"text, with \\ and \"quotes\""`), []byte(`[1, {"a": null}]`)}
