@@ -198,7 +198,7 @@ func (d *Dispatcher) startHandedOver(epoch int64, jobs []store.Claimed) {
 	received := time.Now()
 	term := d.cfg.Node.Current()
 	for i := range jobs {
-		job := &Job{Claimed: jobs[i], Epoch: epoch, Received: received, HandedOver: true}
+		job := &Job{Claimed: &jobs[i], Epoch: epoch, Received: received, HandedOver: true}
 		if term == nil || term.Epoch != epoch || d.stopping.Err() != nil {
 			if f := d.cfg.Hooks.Claimed; f != nil {
 				f(job) // its release reports Finished
@@ -288,7 +288,7 @@ func (d *Dispatcher) loop(ctx context.Context) {
 			// Jobs come with an error too, from the committed part of a
 			// claim split over Citus workers.
 			for i := range jobs {
-				d.start(term, &Job{Claimed: jobs[i], Epoch: term.Epoch, Received: received})
+				d.start(term, &Job{Claimed: &jobs[i], Epoch: term.Epoch, Received: received})
 			}
 			if err != nil {
 				d.sleep(ctx, backoff)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -256,6 +257,11 @@ func (f *finisher) writeBatch(batch []finishItem) error {
 // tried), those the database refused on their own, and how many heads the
 // statements left for a claim (store.Finished.Claimable).
 func (f *finisher) write(batch []finishItem) (unwritten, refused []finishItem, claimable int, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), statementTimeout)
+	defer cancel()
+	if len(batch) > 0 && !slices.ContainsFunc(batch, func(it finishItem) bool { return it.job.Epoch != batch[0].job.Epoch }) {
+		return f.writeGroup(ctx, batch[0].job.Epoch, batch)
+	}
 	var epochs []int64
 	byEpoch := map[int64][]finishItem{}
 	for _, it := range batch {
@@ -264,8 +270,6 @@ func (f *finisher) write(batch []finishItem) (unwritten, refused []finishItem, c
 		}
 		byEpoch[it.job.Epoch] = append(byEpoch[it.job.Epoch], it)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), statementTimeout)
-	defer cancel()
 	for i, epoch := range epochs {
 		u, r, c, err := f.writeGroup(ctx, epoch, byEpoch[epoch])
 		refused = append(refused, r...)
@@ -319,7 +323,7 @@ func (f *finisher) writeGroup(ctx context.Context, epoch int64, items []finishIt
 	f.noteFailure(err)
 	f.cfg.Logger.Error("the database refuses this task's outcome; it is set aside and tried again, and the others are written",
 		"ordering_id", it.job.OrderingID, "task_id", it.job.ID, "outcome", it.res.Outcome, "error", err)
-	return nil, items, claimable, nil
+	return nil, []finishItem{it}, claimable, nil // a slice of its own: the caller appends to it
 }
 
 // refusal reports whether err is PostgreSQL refusing a statement for the

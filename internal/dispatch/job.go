@@ -13,7 +13,9 @@ import (
 
 // Job is a claimed task on its way to a handler.
 type Job struct {
-	store.Claimed
+	// *store.Claimed: the claim's or finish's row itself, not a copy (a
+	// batch's rows stay in one slice).
+	*store.Claimed
 	// Epoch is the node term the task was claimed under.
 	Epoch int64
 	// Received is when the claim reached this process (local clock).

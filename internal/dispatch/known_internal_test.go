@@ -17,9 +17,9 @@ import (
 func TestUntrackKeepsANewerJob(t *testing.T) {
 	t.Parallel()
 	d := &Dispatcher{known: map[int64]*Job{}}
-	old := &Job{Claimed: store.Claimed{ID: 7}, Epoch: 1}
+	old := &Job{Claimed: &store.Claimed{ID: 7}, Epoch: 1}
 	d.known[7] = old
-	newer := &Job{Claimed: store.Claimed{ID: 7}, Epoch: 2}
+	newer := &Job{Claimed: &store.Claimed{ID: 7}, Epoch: 2}
 	d.known[7] = newer // claimed again under the next term
 
 	d.untrack([]*Job{old})

@@ -88,7 +88,7 @@ func (d *Dispatcher) run(term *lease.Term, job *Job) {
 	var end func(pgschedtype.Outcome, string)
 	if tr := d.cfg.Tracer; tr != nil {
 		// The handler runs in the run's span (see pgschedtype.Tracer).
-		ctx, end = tr.StartRun(ctx, &job.Claimed)
+		ctx, end = tr.StartRun(ctx, job.Claimed)
 	}
 	began := time.Now()
 	res := d.exec(ctx, job)

@@ -89,7 +89,7 @@ func (e *Executor) Run(ctx context.Context, dj *dispatch.Job) dispatch.Result {
 		e.cfg.Started(dj, dj.StartLateness())
 	}
 	job := new(pgschedtype.Job)
-	*job = dj.Claimed // the handler's own copy: what it changes, changes nothing
+	*job = *dj.Claimed // the handler's own copy: what it changes, changes nothing
 	k, ok := e.kind(job.Kind)
 	policy := e.cfg.Retry
 	if ok {
