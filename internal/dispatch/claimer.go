@@ -108,12 +108,15 @@ func (c *claimer) claim(ctx context.Context, term *lease.Term, free int) (jobs [
 		// once work may have become due. A claim that took tasks took
 		// what was due within ClaimAhead, and those partitions may hold
 		// tasks due a little later, which the last read did not see (it
-		// gives each partition's earliest only): read again now, so the
-		// wait is timed by what comes due next, not by the poll interval.
-		// A claim that took nothing changed nothing: no read.
+		// gives each partition's earliest only): read again ClaimAhead
+		// from now, so the wait is timed by what comes due next, not by
+		// the poll interval. Not sooner: what that read would find due
+		// before then, this claim took; and while outcomes keep coming,
+		// the reads they prompt (invalidate) come first. A claim that
+		// took nothing changed nothing: no read.
 		c.due = nil
 		if len(jobs) > 0 {
-			c.recheckAt = time.Now()
+			c.recheckAt = time.Now().Add(d.cfg.ClaimAhead)
 		}
 	} else if last := jobs[len(jobs)-1]; last.Priority <= 0 {
 		// The claim moved on from a partition only once it ran dry (at
