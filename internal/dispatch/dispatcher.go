@@ -34,6 +34,11 @@ type Config struct {
 	Node  *lease.Node
 	// Partitions returns the partitions this node may claim from now.
 	Partitions func() []int32
+	// PartitionCount is the schema's number of logical partitions (0:
+	// unknown). The finisher runs a second outcome statement beside the
+	// first only while this node serves more than half of them (see
+	// finisher.run).
+	PartitionCount int
 	// Concurrency is the most handlers running at once.
 	Concurrency int
 	// Prefetch is how many claimed tasks may wait for a free handler

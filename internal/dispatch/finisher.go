@@ -114,7 +114,11 @@ func (f *finisher) take(n int) []finishItem {
 // statements do the node's claiming too and one at a time bounds the
 // node, so two run at once: a batch is split over two, and each half's
 // successors, once run, make up that pipeline's next batch as soon as its
-// statement is back, without waiting for the other. Only one outcome per
+// statement is back, without waiting for the other. Only while the node
+// serves more than half of the partitions, though: where several nodes
+// share the work, two statements each contend in the database (on the
+// heads' relation extension and the WAL) for more than they gain
+// (docs/benchmarks.md, the replicas workload). Only one outcome per
 // ordering_id is ever queued or being written (its next task starts only
 // after that write commits), so concurrent statements lock disjoint heads.
 func (f *finisher) run() {
@@ -193,7 +197,7 @@ func (f *finisher) run() {
 			}
 		}
 		limit := 1
-		if f.handedShare.Load() >= 50 {
+		if f.handedShare.Load() >= 50 && 2*len(f.cfg.Partitions()) > f.cfg.PartitionCount {
 			limit = 2
 		}
 		if waiting || writing >= limit {

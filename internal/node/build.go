@@ -26,7 +26,7 @@ type maintenanceRunners struct {
 }
 
 // build makes the run's components on the control pool. It starts nothing.
-func (n *Node) build() (*parts, error) {
+func (n *Node) build(partitionCount int) (*parts, error) {
 	cfg, m, st, ctl := n.cfg, n.cfg.Metrics, n.store, n.ctl
 	// The kinds this node has handlers for label themselves in every
 	// per-kind metric, whatever kinds the counts or tasks show first.
@@ -105,20 +105,21 @@ func (n *Node) build() (*parts, error) {
 	})
 	disp, err = dispatch.New(dispatch.Config{
 		Store: st, DB: ctl, Node: p.lease,
-		Partitions:   p.duties.Partitions,
-		Concurrency:  cfg.Concurrency,
-		Prefetch:     cfg.Prefetch,
-		Exec:         exec.Run,
-		Control:      n.control,
-		Wake:         p.wake,
-		PollInterval: cfg.PollInterval,
-		ClaimAhead:   cfg.ClaimAhead,
-		FinishBatch:  cfg.FinishBatch,
-		FinishDelay:  cfg.FinishDelay,
-		DrainTimeout: cfg.DrainTimeout,
-		Logger:       cfg.Logger,
-		Hooks:        observer.Hooks(),
-		Tracer:       cfg.Tracer,
+		Partitions:     p.duties.Partitions,
+		PartitionCount: partitionCount,
+		Concurrency:    cfg.Concurrency,
+		Prefetch:       cfg.Prefetch,
+		Exec:           exec.Run,
+		Control:        n.control,
+		Wake:           p.wake,
+		PollInterval:   cfg.PollInterval,
+		ClaimAhead:     cfg.ClaimAhead,
+		FinishBatch:    cfg.FinishBatch,
+		FinishDelay:    cfg.FinishDelay,
+		DrainTimeout:   cfg.DrainTimeout,
+		Logger:         cfg.Logger,
+		Hooks:          observer.Hooks(),
+		Tracer:         cfg.Tracer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pgsched: %w", err)

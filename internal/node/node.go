@@ -98,7 +98,7 @@ func (n *Node) Start(ctx context.Context, stopped <-chan struct{}) error {
 		n.ctl.Close()
 		return err
 	}
-	p, err := n.build()
+	p, err := n.build(int(settings.PartitionCount))
 	if err != nil {
 		n.ctl.Close()
 		return err
