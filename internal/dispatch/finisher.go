@@ -97,6 +97,35 @@ func (f *finisher) pending() int {
 	return len(f.items)
 }
 
+// takeLane removes up to n outcomes of lane's partitions (0: even, 1:
+// odd) from the queue, in their order, if it holds at least least of them.
+func (f *finisher) takeLane(lane, n, least int) []finishItem {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	in := 0
+	for _, it := range f.items {
+		if int(it.job.Partition)%2 == lane {
+			in++
+		}
+	}
+	if in < max(least, 1) {
+		return nil
+	}
+	batch := make([]finishItem, 0, min(in, n))
+	kept := f.items[:0]
+	for _, it := range f.items {
+		if len(batch) < n && int(it.job.Partition)%2 == lane {
+			batch = append(batch, it)
+		} else {
+			kept = append(kept, it)
+		}
+	}
+	clear(f.items[len(kept):])
+	f.items = kept
+	f.inflight += len(batch)
+	return batch
+}
+
 // take removes up to n outcomes from the front of the queue.
 func (f *finisher) take(n int) []finishItem {
 	f.mu.Lock()
@@ -112,9 +141,13 @@ func (f *finisher) take(n int) []finishItem {
 // statement at a time: outcomes that arrive meanwhile gather for the next.
 // While most outcomes hand a successor over (handedShare), the finish
 // statements do the node's claiming too and one at a time bounds the
-// node, so two run at once: a batch is split over two, and each half's
-// successors, once run, make up that pipeline's next batch as soon as its
-// statement is back, without waiting for the other. Only while the node
+// node, so two run at once, one for the outcomes of the even partitions
+// and one for the odd (a lane each): a successor is in its predecessor's
+// partition, so each lane's successors, once run, make up its next batch
+// as soon as its statement is back, without waiting for the other, and
+// the two statements touch the heads of different partitions (which took
+// less CPU per task than halves of one queue, docs/benchmarks.md). Only
+// while the node
 // serves more than half of the partitions, though: where several nodes
 // share the work, two statements each contend in the database (on the
 // heads' relation extension and the WAL) for more than they gain
@@ -122,16 +155,24 @@ func (f *finisher) take(n int) []finishItem {
 // ordering_id is ever queued or being written (its next task starts only
 // after that write commits), so concurrent statements lock disjoint heads.
 func (f *finisher) run() {
-	ended := make(chan error, 2)
+	type end struct {
+		lane int // 0, 1, or -1 for a statement of every partition's outcomes
+		err  error
+	}
+	ended := make(chan end, 2)
 	writing := 0
+	var busy [2]bool // a lane's statement runs
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	waiting := false // timer armed: a batch gathers, or a failed write's backoff runs
 	backoff := 10 * time.Millisecond
 	closing, closed := false, f.closed
-	start := func(batch []finishItem) {
+	start := func(lane int, batch []finishItem) {
 		writing++
-		go func() { ended <- f.writeBatch(batch) }()
+		if lane >= 0 {
+			busy[lane] = true
+		}
+		go func() { ended <- end{lane, f.writeBatch(batch)} }()
 	}
 	// Outcomes set aside go back to the front of the queue after a delay
 	// that grows while the database keeps refusing them.
@@ -147,9 +188,12 @@ func (f *finisher) run() {
 			retryArmed, now = false, true
 			f.requeueAside()
 		case <-f.signal:
-		case err := <-ended:
+		case e := <-ended:
 			writing--
-			if err == nil {
+			if e.lane >= 0 {
+				busy[e.lane] = false
+			}
+			if e.err == nil {
 				backoff = 10 * time.Millisecond
 				now = true // what queued during the write has gathered
 				break
@@ -210,12 +254,23 @@ func (f *finisher) run() {
 			continue
 		}
 		switch {
-		case writing == 0 && limit == 2 && min(pending, f.cfg.FinishBatch) >= 2*minSecond:
-			n := min(pending, f.cfg.FinishBatch)
-			start(f.take(n / 2))
-			start(f.take(n - n/2))
-		case writing == 0 || pending >= minSecond || closing:
-			start(f.take(f.cfg.FinishBatch))
+		case limit == 2 && (busy[0] || busy[1] || writing == 0 && pending >= 2*minSecond):
+			least := minSecond
+			if writing == 0 || closing {
+				least = 1
+			}
+			for lane := range busy {
+				if busy[lane] || writing >= limit {
+					continue
+				}
+				if batch := f.takeLane(lane, f.cfg.FinishBatch, least); len(batch) > 0 {
+					start(lane, batch)
+				}
+			}
+		case writing == 0:
+			// One statement: the lanes wait for it, so that two at once
+			// never share a partition.
+			start(-1, f.take(f.cfg.FinishBatch))
 		}
 	}
 }
