@@ -51,7 +51,7 @@ FROM pgsched.claim_due_on(sqlc.arg(anchor)::integer, sqlc.arg(node_id)::text, sq
 -- summary row's task columns are placeholders, so that every column scans
 -- into a plain Go value.
 -- name: TaskFinish :many
-SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::bigint[] AS applied,
+SELECT (r.applied IS NOT NULL)::boolean AS summary, r.applied::bigint[] AS applied,
        coalesce(r.partition_id, 0)::integer AS partition_id, coalesce(r.id, 0)::bigint AS id,
        coalesce(r.ordering_id, '')::text AS ordering_id, coalesce(r.scheduled_at, 'epoch')::timestamptz AS scheduled_at,
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
@@ -79,7 +79,7 @@ FROM pgsched.finish_tasks(
 -- TaskFinishOn is TaskFinish for tasks of partitions on one Citus worker,
 -- delegated to it (see pgsched.finish_tasks_on).
 -- name: TaskFinishOn :many
-SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::bigint[] AS applied,
+SELECT (r.applied IS NOT NULL)::boolean AS summary, r.applied::bigint[] AS applied,
        coalesce(r.partition_id, 0)::integer AS partition_id, coalesce(r.id, 0)::bigint AS id,
        coalesce(r.ordering_id, '')::text AS ordering_id, coalesce(r.scheduled_at, 'epoch')::timestamptz AS scheduled_at,
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,

@@ -463,7 +463,7 @@ func (q *Queries) TaskClaimDueOn(ctx context.Context, db DBTX, arg TaskClaimDueO
 }
 
 const taskFinish = `-- name: TaskFinish :many
-SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::bigint[] AS applied,
+SELECT (r.applied IS NOT NULL)::boolean AS summary, r.applied::bigint[] AS applied,
        coalesce(r.partition_id, 0)::integer AS partition_id, coalesce(r.id, 0)::bigint AS id,
        coalesce(r.ordering_id, '')::text AS ordering_id, coalesce(r.scheduled_at, 'epoch')::timestamptz AS scheduled_at,
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
@@ -582,7 +582,7 @@ func (q *Queries) TaskFinish(ctx context.Context, db DBTX, arg TaskFinishParams)
 }
 
 const taskFinishOn = `-- name: TaskFinishOn :many
-SELECT (r.applied IS NOT NULL)::boolean AS summary, coalesce(r.applied, '{}')::bigint[] AS applied,
+SELECT (r.applied IS NOT NULL)::boolean AS summary, r.applied::bigint[] AS applied,
        coalesce(r.partition_id, 0)::integer AS partition_id, coalesce(r.id, 0)::bigint AS id,
        coalesce(r.ordering_id, '')::text AS ordering_id, coalesce(r.scheduled_at, 'epoch')::timestamptz AS scheduled_at,
        coalesce(r.uniqueness_key, '')::text AS uniqueness_key, coalesce(r.kind, '')::text AS kind,
