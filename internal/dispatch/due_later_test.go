@@ -41,18 +41,7 @@ func TestLaterTaskOfADuePartitionStartsOnTime(t *testing.T) {
 		},
 	})
 	require.NoError(t, err)
-	runCtx, cancel := context.WithCancel(ctx)
-	nodeCtx, nodeStop := context.WithCancel(ctx)
-	nodeDone, runDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(nodeDone); _ = node.Run(nodeCtx) }()
-	require.Eventually(t, func() bool { return node.Current() != nil }, pgtest.Patience(10*time.Second), 5*time.Millisecond)
-	go func() { defer close(runDone); _ = d.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-runDone
-		nodeStop()
-		<-nodeDone
-	})
+	run(t, node, d)
 
 	now := time.Now()
 	_, err = client.ScheduleMany(ctx, []pgsched.Task{

@@ -110,18 +110,7 @@ func TestSecondFinishOnlyForMostPartitions(t *testing.T) {
 				},
 			})
 			require.NoError(t, err)
-			runCtx, cancel := context.WithCancel(ctx)
-			nodeCtx, nodeStop := context.WithCancel(ctx)
-			nodeDone, runDone := make(chan struct{}), make(chan struct{})
-			go func() { defer close(nodeDone); _ = node.Run(nodeCtx) }()
-			require.Eventually(t, func() bool { return node.Current() != nil }, pgtest.Patience(10*time.Second), 5*time.Millisecond)
-			go func() { defer close(runDone); _ = d.Run(runCtx) }()
-			defer func() {
-				cancel()
-				<-runDone
-				nodeStop()
-				<-nodeDone
-			}()
+			run(t, node, d)
 			select {
 			case <-all:
 			case <-time.After(pgtest.Patience(60 * time.Second)):

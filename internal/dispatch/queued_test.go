@@ -51,23 +51,14 @@ func TestQueuedGivenBackWhenTermEnds(t *testing.T) {
 		},
 	})
 	require.NoError(t, err)
-	runCtx, cancel := context.WithCancel(ctx)
-	nodeCtx, nodeStop := context.WithCancel(ctx)
-	nodeDone, runDone := make(chan struct{}), make(chan struct{})
-	go func() { defer close(nodeDone); _ = node.Run(nodeCtx) }()
-	require.Eventually(t, func() bool { return node.Current() != nil }, pgtest.Patience(10*time.Second), 5*time.Millisecond)
+	run(t, node, d)
 	first := node.Current().Epoch
-	go func() { defer close(runDone); _ = d.Run(runCtx) }()
 	t.Cleanup(func() {
 		select {
 		case <-stuck:
 		default:
 			close(stuck)
 		}
-		cancel()
-		<-runDone
-		nodeStop()
-		<-nodeDone
 	})
 
 	now := time.Now()
