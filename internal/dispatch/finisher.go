@@ -147,11 +147,10 @@ func (f *finisher) take(n int) []finishItem {
 // as soon as its statement is back, without waiting for the other, and
 // the two statements touch the heads of different partitions (which took
 // less CPU per task than halves of one queue, docs/benchmarks.md). Only
-// while the node
-// serves more than half of the partitions, though: where several nodes
-// share the work, two statements each contend in the database (on the
-// heads' relation extension and the WAL) for more than they gain
-// (docs/benchmarks.md, the replicas workload). Only one outcome per
+// while the node serves more than half of the partitions, though: where
+// several nodes share the work, two statements each contend in the
+// database (on the heads' relation extension and the WAL) for more than
+// they gain (docs/benchmarks.md, the replicas workload). Only one outcome per
 // ordering_id is ever queued or being written (its next task starts only
 // after that write commits), so concurrent statements lock disjoint heads.
 func (f *finisher) run() {
