@@ -213,10 +213,10 @@ func TestKnownSuccessors(t *testing.T) {
 	b := setupClient(t)
 	ctx := context.Background()
 	all := allPartitions(t, b)
-	// known16 mirrors finish_tasks: a search for a successor notes the next
-	// 16 tasks in the new head.
-	const known16 = 16
-	const n = 2*known16 + 14
+	// noted mirrors finish_tasks: a search for a successor notes the next
+	// 8 tasks in the new head.
+	const noted = 8
+	const n = 2*noted + 14
 	// Due at once: in the past, within a grace window widened so a slow
 	// server (Citus) does not see the later calls' times as too old.
 	_, err := b.db.Pool.Exec(ctx, "SELECT "+b.db.Schema+".configure(grace => '1 minute')")
@@ -275,10 +275,10 @@ func TestKnownSuccessors(t *testing.T) {
 	epoch = e
 	require.Equal(t, key(0), c.UniquenessKey)
 	require.Equal(t, knows{}, known("k"), "an enqueued head knows nothing yet")
-	// The search for 01 notes the 16 after it, and there is more.
+	// The search for 01 notes the 8 after it, and there is more.
 	c = next(c)
 	require.Equal(t, key(1), c.UniquenessKey)
-	last := 1 + known16
+	last := 1 + noted
 	require.Equal(t, knows{IDs: span(2, last), More: true}, known("k"))
 	for i := 2; i <= last; i++ {
 		c = next(c)
@@ -292,14 +292,14 @@ func TestKnownSuccessors(t *testing.T) {
 	c = next(c)
 	s := last + 1
 	require.Equal(t, key(s), c.UniquenessKey)
-	require.Equal(t, knows{IDs: span(s+1, s+known16), More: true}, known("k"))
+	require.Equal(t, knows{IDs: span(s+1, s+noted), More: true}, known("k"))
 
 	// A cancel in the known run: the head forgets; s+2 never runs.
 	require.NoError(t, b.client.Cancel(ctx, pgsched.Key{OrderingID: "k", ScheduledAt: at(s + 2), UniquenessKey: key(s + 2)}))
 	require.Equal(t, knows{More: true}, known("k"))
 	c = next(c)
 	require.Equal(t, key(s+1), c.UniquenessKey)
-	require.Equal(t, knows{IDs: span(s+3, s+2+known16), More: true}, known("k"))
+	require.Equal(t, knows{IDs: span(s+3, s+2+noted), More: true}, known("k"))
 
 	// An earlier task enqueued while s+1 runs goes before the known s+3.
 	_, err = b.client.Schedule(ctx, pgsched.Task{OrderingID: "k", ScheduledAt: at(s + 2), UniquenessKey: "early"})

@@ -153,14 +153,14 @@ BEGIN
     IF gone_p IS NOT NULL THEN
         -- The others' next task, by (scheduled_at, id), in a statement of
         -- its own, whose fresh snapshot (taken with the heads deleted, so
-        -- locked) sees every task enqueued before; the next 16 become the
+        -- locked) sees every task enqueued before; the next 8 become the
         -- new head's known successors (docs/design.md, "finish_tasks").
         RETURN QUERY
         WITH pick AS (
             SELECT k.p, k.o, k.c, k.i, coalesce(t.tid, f.tids[1]) AS tid, coalesce(t.id, f.ids[1]) AS bid, f.n > 1 AS more,
-                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.tids[2:17] END AS next_tids,
-                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.ids[2:17] END AS next_ids,
-                   f.n = 18 AS next_more
+                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.tids[2:9] END AS next_tids,
+                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.ids[2:9] END AS next_ids,
+                   f.n = 10 AS next_more
             FROM unnest(gone_p, gone_o, gone_c) WITH ORDINALITY AS k(p, o, c, i)
             CROSS JOIN LATERAL (
                 SELECT array_agg(x.tid ORDER BY x.scheduled_at, x.uniqueness_key) AS tids,
@@ -169,7 +169,7 @@ BEGIN
                 FROM (
                     SELECT b.ctid AS tid, b.id, b.scheduled_at, b.uniqueness_key FROM pgsched.backlog b
                     WHERE b.partition_id = k.p AND b.ordering_id = k.o
-                    ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 18
+                    ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 10
                 ) x
             ) f
             LEFT JOIN LATERAL (

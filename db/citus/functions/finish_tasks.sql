@@ -141,9 +141,9 @@ BEGIN
         -- snapshot sees every task enqueued before (as on one server).
         WITH pick AS (
             SELECT k.p, k.o, k.c, k.i, coalesce(t.tid, f.tids[1]) AS tid, coalesce(t.id, f.ids[1]) AS bid, f.n > 1 AS more,
-                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.tids[2:17] END AS next_tids,
-                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.ids[2:17] END AS next_ids,
-                   f.n = 18 AS next_more
+                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.tids[2:9] END AS next_tids,
+                   CASE WHEN f.n > 1 AND f.nd = f.n THEN f.ids[2:9] END AS next_ids,
+                   f.n = 10 AS next_more
             FROM unnest(gone_p, gone_o, gone_c) WITH ORDINALITY AS k(p, o, c, i)
             CROSS JOIN LATERAL (
                 SELECT array_agg(x.tid ORDER BY x.scheduled_at, x.uniqueness_key) AS tids,
@@ -152,7 +152,7 @@ BEGIN
                 FROM (
                     SELECT b.ctid AS tid, b.id, b.scheduled_at, b.uniqueness_key FROM pgsched.backlog b
                     WHERE b.partition_id = k.p AND b.ordering_id = k.o AND b.partition_id = v_one
-                    ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 18
+                    ORDER BY b.scheduled_at, b.uniqueness_key LIMIT 10
                 ) x
             ) f
             LEFT JOIN LATERAL (
