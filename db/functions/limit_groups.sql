@@ -30,9 +30,18 @@ DECLARE
 BEGIN
     LOOP
         EXIT WHEN cardinality(groups) >= p_max OR looked >= 1000;
-        SELECT coalesce(h.group_key, '') INTO nxt FROM pgsched.heads h
-        WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_kind AND (cur IS NULL OR coalesce(h.group_key, '') > cur)
-        ORDER BY coalesce(h.group_key, '') LIMIT 1;
+        -- Two statements, not "cur IS NULL OR ... > cur": a generic plan
+        -- can seek heads_limited_group past cur only with the bound alone,
+        -- and otherwise reads every parked head of the kind.
+        IF cur IS NULL THEN
+            SELECT coalesce(h.group_key, '') INTO nxt FROM pgsched.heads h
+            WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_kind
+            ORDER BY coalesce(h.group_key, '') LIMIT 1;
+        ELSE
+            SELECT coalesce(h.group_key, '') INTO nxt FROM pgsched.heads h
+            WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_kind AND coalesce(h.group_key, '') > cur
+            ORDER BY coalesce(h.group_key, '') LIMIT 1;
+        END IF;
         IF NOT FOUND THEN
             EXIT WHEN wrapped OR p_after IS NULL;
             wrapped := true;
@@ -41,11 +50,15 @@ BEGIN
         END IF;
         EXIT WHEN wrapped AND nxt > p_after;
         looked := looked + 1;
+        -- A probe per level (LIMIT 1 in a LATERAL): written as a nested
+        -- EXISTS, the planner made it a semi-join reading every due head
+        -- of the group.
         IF EXISTS (SELECT 1 FROM unnest(levels) AS lv
-                   WHERE EXISTS (SELECT 1 FROM pgsched.heads h
-                                 WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_kind AND coalesce(h.group_key, '') = nxt
-                                   AND h.priority = lv AND h.run_at <= p_horizon AND h.partition_id = ANY (p_partitions)
-                                   AND NOT h.running))
+                   CROSS JOIN LATERAL (SELECT 1 FROM pgsched.heads h
+                                       WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_kind AND coalesce(h.group_key, '') = nxt
+                                         AND h.priority = lv AND h.run_at <= p_horizon AND h.partition_id = ANY (p_partitions)
+                                         AND NOT h.running
+                                       LIMIT 1) x)
            AND NOT (coalesce(p_limit.per_group, false)
                     AND EXISTS (SELECT 1 FROM pgsched.limit_group_usage g
                                 WHERE g.kind = p_kind AND g.group_key = nxt AND pgsched.limit_group_room(p_limit, g, p_at) <= 0)) THEN

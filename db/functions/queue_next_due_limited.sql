@@ -11,6 +11,9 @@ CREATE OR REPLACE FUNCTION pgsched.queue_next_due_limited(p_partitions integer[]
 RETURNS TABLE (partition_id integer, due_in float8)
 LANGUAGE plpgsql STABLE
 SET jit = off
+-- Planned once: a custom plan for the arrays of each call took longer than
+-- running it (0.6 ms a call against 0.2, at 200 calls a second).
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
