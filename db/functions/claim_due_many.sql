@@ -95,18 +95,23 @@ BEGIN
             -- only there: a priority in use but rarely due costs a claim
             -- little.
             parts := ARRAY(SELECT x.p FROM unnest(parts) WITH ORDINALITY AS x(p, i)
-                           WHERE EXISTS (SELECT 1 FROM pgsched.heads h
-                                         WHERE h.partition_id = x.p AND h.chain = 0 AND NOT h.paused AND h.priority <> 0
-                                           AND h.priority = lv AND NOT h.running AND h.run_at <= horizon)
+                           CROSS JOIN LATERAL (SELECT 1 FROM pgsched.heads h
+                                               WHERE h.partition_id = x.p AND h.chain = 0 AND NOT h.paused AND h.priority <> 0
+                                                 AND h.priority = lv AND NOT h.running AND h.run_at <= horizon
+                                               LIMIT 1) d
                            ORDER BY x.i);
         ELSIF limited THEN
             -- While a kind has a limit, partitions are also due for its
             -- parked heads, taken above: the same one statement keeps the
             -- locking statements to where there is other work.
+            -- A probe per partition (LIMIT 1 in a LATERAL, here and above):
+            -- as an EXISTS the planner could make it a semi-join that reads
+            -- every due head (TestClaimCostWhileLimitedOrPrioritized).
             parts := ARRAY(SELECT x.p FROM unnest(parts) WITH ORDINALITY AS x(p, i)
-                           WHERE EXISTS (SELECT 1 FROM pgsched.heads h
-                                         WHERE h.partition_id = x.p AND h.chain = 0 AND NOT h.paused AND h.priority = 0
-                                           AND NOT h.running AND h.run_at <= horizon AND h.kind <> ALL (v_paused))
+                           CROSS JOIN LATERAL (SELECT 1 FROM pgsched.heads h
+                                               WHERE h.partition_id = x.p AND h.chain = 0 AND NOT h.paused AND h.priority = 0
+                                                 AND NOT h.running AND h.run_at <= horizon AND h.kind <> ALL (v_paused)
+                                               LIMIT 1) d
                            ORDER BY x.i);
         END IF;
         FOREACH p IN ARRAY parts LOOP
