@@ -45,21 +45,7 @@ func TestLimitedClaimCostIndependentOfBacklog(t *testing.T) {
 	require.Equal(t, 2*backlog, parked, "every task waits parked for its limit")
 	epoch := sqlRegister(t, b.db, "limited-cost-node")
 
-	// read returns what the current transaction has read of the heads
-	// table so far: index entries returned by its indexes, and heap tuples
-	// fetched by index scans or read by sequential scans.
-	read := func(tx pgx.Tx) (entries, tuples int64) {
-		t.Helper()
-		require.NoError(t, tx.QueryRow(ctx, `
-			SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)::bigint,
-			       (SELECT coalesce(sum(t.seq_tup_read + coalesce(t.idx_tup_fetch, 0)), 0)::bigint
-			        FROM pg_stat_xact_user_tables t
-			        JOIN pg_inherits h ON h.inhrelid = t.relid
-			        WHERE h.inhparent = '`+s+`.heads'::regclass)
-			FROM pg_inherits h JOIN pg_index i ON i.indrelid = h.inhrelid
-			WHERE h.inhparent = '`+s+`.heads'::regclass`).Scan(&entries, &tuples))
-		return entries, tuples
-	}
+	read := func(tx pgx.Tx) (int64, int64) { return headsRead(t, tx, s) }
 	for _, kind := range []string{"solo", "shared"} {
 		for _, analyzed := range []bool{false, true} {
 			if analyzed {
@@ -121,18 +107,7 @@ func TestClaimCostWhileLimitedOrPrioritized(t *testing.T) {
 	_, err = b.db.Pool.Exec(ctx, "SELECT "+s+".set_limit('other', max_running => 5)")
 	require.NoError(t, err)
 	epoch := sqlRegister(t, b.db, "mixed-cost-node")
-	read := func(tx pgx.Tx) (entries, tuples int64) {
-		t.Helper()
-		require.NoError(t, tx.QueryRow(ctx, `
-			SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)::bigint,
-			       (SELECT coalesce(sum(t.seq_tup_read + coalesce(t.idx_tup_fetch, 0)), 0)::bigint
-			        FROM pg_stat_xact_user_tables t
-			        JOIN pg_inherits h ON h.inhrelid = t.relid
-			        WHERE h.inhparent = '`+s+`.heads'::regclass)
-			FROM pg_inherits h JOIN pg_index i ON i.indrelid = h.inhrelid
-			WHERE h.inhparent = '`+s+`.heads'::regclass`).Scan(&entries, &tuples))
-		return entries, tuples
-	}
+	read := func(tx pgx.Tx) (int64, int64) { return headsRead(t, tx, s) }
 	for _, analyzed := range []bool{false, true} {
 		if analyzed {
 			_, err := b.db.Pool.Exec(ctx, "ANALYZE "+s+".heads")
@@ -150,4 +125,20 @@ func TestClaimCostWhileLimitedOrPrioritized(t *testing.T) {
 		require.LessOrEqual(t, t1-t0, int64(30*max), "analyzed %v: heap tuples read by one claim", analyzed)
 		require.NoError(t, tx.Rollback(ctx))
 	}
+}
+
+// headsRead returns what tx has read of schema s's heads table so far:
+// index entries returned by its indexes, and heap tuples read by
+// sequential scans and fetched by index scans (pg_stat_xact_*).
+func headsRead(t *testing.T, tx pgx.Tx, s string) (entries, tuples int64) {
+	t.Helper()
+	require.NoError(t, tx.QueryRow(context.Background(), `
+		SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)::bigint,
+		       (SELECT coalesce(sum(t.seq_tup_read + coalesce(t.idx_tup_fetch, 0)), 0)::bigint
+		        FROM pg_stat_xact_user_tables t
+		        JOIN pg_inherits h ON h.inhrelid = t.relid
+		        WHERE h.inhparent = '`+s+`.heads'::regclass)
+		FROM pg_inherits h JOIN pg_index i ON i.indrelid = h.inhrelid
+		WHERE h.inhparent = '`+s+`.heads'::regclass`).Scan(&entries, &tuples))
+	return entries, tuples
 }

@@ -74,21 +74,7 @@ func TestClaimCostIndependentOfBacklog(t *testing.T) {
 	require.NoError(t, err)
 	epoch := sqlRegister(t, b.db, "cost-node")
 
-	// read returns what the current transaction has read of the heads
-	// table so far: index entries returned by its indexes, and heap
-	// tuples read by sequential scans and fetched by index scans.
-	read := func(tx pgx.Tx) (entries, tuples int64) {
-		t.Helper()
-		require.NoError(t, tx.QueryRow(ctx, `
-			SELECT coalesce(sum(pg_stat_get_xact_tuples_returned(i.indexrelid)), 0)::bigint,
-			       (SELECT coalesce(sum(t.seq_tup_read + coalesce(t.idx_tup_fetch, 0)), 0)::bigint
-			        FROM pg_stat_xact_user_tables t
-			        JOIN pg_inherits h ON h.inhrelid = t.relid
-			        WHERE h.inhparent = '`+s+`.heads'::regclass)
-			FROM pg_inherits h JOIN pg_index i ON i.indrelid = h.inhrelid
-			WHERE h.inhparent = '`+s+`.heads'::regclass`).Scan(&entries, &tuples))
-		return entries, tuples
-	}
+	read := func(tx pgx.Tx) (int64, int64) { return headsRead(t, tx, s) }
 	for _, analyzed := range []bool{false, true} {
 		if analyzed {
 			_, err := b.db.Pool.Exec(ctx, "ANALYZE "+s+".heads")
