@@ -82,51 +82,6 @@ func TestLimitedClaimCostIndependentOfBacklog(t *testing.T) {
 	}
 }
 
-// TestClaimCostWhileLimitedOrPrioritized: TestClaimCostIndependentOfBacklog
-// with a limit on another kind (the claim first narrows the partitions to
-// those with unlimited due heads) and with a priority in use (one pass per
-// level, each narrowed to the partitions where the level has due heads).
-// Each narrowing is an EXISTS per partition; planned as a semi-join over
-// the due heads instead of a probe, it would read the whole backlog.
-func TestClaimCostWhileLimitedOrPrioritized(t *testing.T) {
-	t.Parallel()
-	if pgtest.Citus() {
-		t.Skip("counts a single server's statistics, and limits are refused on a Citus-distributed schema")
-	}
-	b := setupClient(t)
-	ctx := context.Background()
-	s := b.db.Schema
-	const backlog, max = 20000, 10
-	_, err := b.db.Pool.Exec(ctx, "SELECT "+s+".schedule_many(array_agg('o-' || i), array_agg(now() - interval '1 second'), "+
-		"new_keys => true) FROM generate_series(1, $1) AS i", backlog)
-	require.NoError(t, err)
-	// A priority in use: a few due heads of priority 5, so its pass runs.
-	_, err = b.db.Pool.Exec(ctx, "SELECT "+s+".schedule_many(array_agg('p-' || i), array_agg(now() - interval '1 second'), "+
-		"priorities => array_agg(5), new_keys => true) FROM generate_series(1, 3) AS i")
-	require.NoError(t, err)
-	_, err = b.db.Pool.Exec(ctx, "SELECT "+s+".set_limit('other', max_running => 5)")
-	require.NoError(t, err)
-	epoch := sqlRegister(t, b.db, "mixed-cost-node")
-	read := func(tx pgx.Tx) (int64, int64) { return headsRead(t, tx, s) }
-	for _, analyzed := range []bool{false, true} {
-		if analyzed {
-			_, err := b.db.Pool.Exec(ctx, "ANALYZE "+s+".heads")
-			require.NoError(t, err)
-		}
-		tx, err := b.db.Pool.Begin(ctx)
-		require.NoError(t, err)
-		defer func() { _ = tx.Rollback(ctx) }()
-		e0, t0 := read(tx)
-		got := sqlClaim(t, b.db, tx, "mixed-cost-node", epoch, max)
-		require.Len(t, got, max)
-		e1, t1 := read(tx)
-		t.Logf("analyzed %v: a claim of %d among %d due heads read %d index entries and %d heap tuples", analyzed, max, backlog, e1-e0, t1-t0)
-		require.LessOrEqual(t, e1-e0, int64(30*max), "analyzed %v: index entries read by one claim", analyzed)
-		require.LessOrEqual(t, t1-t0, int64(30*max), "analyzed %v: heap tuples read by one claim", analyzed)
-		require.NoError(t, tx.Rollback(ctx))
-	}
-}
-
 // headsRead returns what tx has read of schema s's heads table so far:
 // index entries returned by its indexes, and heap tuples read by
 // sequential scans and fetched by index scans (pg_stat_xact_*).

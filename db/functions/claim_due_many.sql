@@ -106,7 +106,7 @@ BEGIN
             -- locking statements to where there is other work.
             -- A probe per partition (LIMIT 1 in a LATERAL, here and above):
             -- as an EXISTS the planner could make it a semi-join that reads
-            -- every due head (TestClaimCostWhileLimitedOrPrioritized).
+            -- every due head (TestClaimCostIndependentOfBacklog).
             parts := ARRAY(SELECT x.p FROM unnest(parts) WITH ORDINALITY AS x(p, i)
                            CROSS JOIN LATERAL (SELECT 1 FROM pgsched.heads h
                                                WHERE h.partition_id = x.p AND h.chain = 0 AND NOT h.paused AND h.priority = 0
