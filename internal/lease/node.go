@@ -391,13 +391,16 @@ func (n *Node) resign() {
 // afterRegister announces the node to the leader and gives back tasks an
 // earlier term of this node id left running (a restart faster than the
 // TTL): the new epoch fences them, so they would otherwise wait for a peer.
+// The announcement comes first: the give-back reads every head (running
+// ones have no index), and the leader can plan the node's partitions
+// meanwhile.
 func (n *Node) afterRegister(ctx context.Context, epoch int64) {
+	if err := n.cfg.Store.NotifyCluster(ctx, n.cfg.DB); err != nil {
+		n.cfg.Logger.Warn("announcing the node failed; the leader will notice on its next round", "error", err)
+	}
 	if k, err := n.cfg.Store.RescueExpired(ctx, n.cfg.DB, []string{n.cfg.ID}); err != nil {
 		n.cfg.Logger.Warn("giving back tasks of an earlier term failed; the leader will", "error", err)
 	} else if k > 0 {
 		n.cfg.Logger.Info("gave back running tasks of an earlier term", "epoch", epoch, "tasks", k)
-	}
-	if err := n.cfg.Store.NotifyCluster(ctx, n.cfg.DB); err != nil {
-		n.cfg.Logger.Warn("announcing the node failed; the leader will notice on its next round", "error", err)
 	}
 }

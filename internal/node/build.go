@@ -149,15 +149,20 @@ func (n *Node) leaderDuties(p *parts) (*maintenanceRunners, error) {
 			},
 			Skipped: func(k int) { m.RecurringTicks.WithLabelValues("skipped").Add(float64(k)) },
 		}}
+	// The plan comes right after depletion: the rescue's sweep for orphans
+	// (a new leader's first round, then once a minute) reads every head,
+	// and the sweeps after it read the paused and parked ones, so a node
+	// that joins a cluster with a large backlog waited for them all
+	// before it had a partition to claim from.
 	r := (&maintenance.Runner{Logger: log}).
 		Add(&maintenance.Deplete{Store: st, DB: ctl, FlexDown: cfg.FlexDown, Logger: log,
 			Depleted: func(nodes []string) { m.NodesDepleted.Add(float64(len(nodes))) }}, 0).
+		Add(planner, 0).
 		Add(&maintenance.Rescue{Store: st, DB: ctl, OrphansEvery: time.Minute, Logger: log,
 			Rescued: func(k int) { m.Rescued.Add(float64(k)) }}, 0).
 		Add(&maintenance.PauseSweep{Store: st, DB: ctl, Logger: log}, 5*time.Second).
 		Add(&maintenance.LimitSweep{Store: st, DB: ctl, Logger: log}, 5*time.Second).
 		Add(&maintenance.CancelPrune{Store: st, DB: ctl}, 5*time.Second).
-		Add(planner, 0).
 		Add(&maintenance.Completions{Store: st, DB: ctl, Logger: log}, time.Hour).
 		Add(&maintenance.Recurring{Materializer: ticks}, 0).
 		AddLooper(&maintenance.KindCounts{
