@@ -84,10 +84,10 @@
 //	                                                 round    └──┘
 //
 // While leading, each round runs the leader's duties (internal/maintenance:
-// depletion, rescue, pause sweep, cancel prune, completion partitions,
-// recurring ticks), among them this package's plan (Planner.Round, fenced
-// on the leader row): AssignPartitions and AssignBackups over the member
-// nodes (every registered node, live or down), written only when it
+// depletion, this package's plan, rescue, pause and limit sweeps, cancel
+// prune, completion partitions, recurring ticks). The plan (Planner.Round,
+// fenced on the leader row) is AssignPartitions and AssignBackups over the
+// member nodes (every registered node, live or down), written only when it
 // changed.
 //
 // # Duties: what a node claims from (duties.go)

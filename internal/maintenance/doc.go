@@ -5,12 +5,15 @@
 // order, each when its interval has passed:
 //
 //	deplete         nodes gone past the flex-down window: tasks back, rows gone
+//	plan            partitions and backups over the members (internal/lease),
+//	                before the duties that read heads: a joining node gets
+//	                its partitions without waiting for them
 //	rescue          running tasks of expired nodes nobody stands in for
 //	                (every round), and of any node whose lease is not live
 //	                (now and then: it reads every running task)
 //	pause sweep     heads of paused kinds written since their pause, marked
+//	limit sweep     heads of limited kinds written around a set or clear, parked
 //	cancel prune    cancel requests of tasks that have ended, deleted
-//	plan            partitions and backups over the members (internal/lease)
 //	completions     completion partitions created ahead, expired ones dropped
 //	recurring       the ticks of due recurring schedules (internal/recurring)
 //
