@@ -81,3 +81,30 @@ func TestKindMetricsShowDepthAndWait(t *testing.T) {
 	pending, _ := gauge("pgsched_tasks_pending", nil)
 	require.Equal(t, 4.0, pending)
 }
+
+// TestKindCountWaitsAnIntervalAfterLeading: a node that starts to lead
+// counts tasks per kind an Interval later, not at once, so the count's
+// read of every task does not land while the nodes catch up with due work
+// after a start or a failover. The counter looks once a second, so two
+// and a half seconds of leading with an hour's interval would have seen
+// a count at once.
+func TestKindCountWaitsAnIntervalAfterLeading(t *testing.T) {
+	t.Parallel()
+	b := setupClient(t)
+	ctx := context.Background()
+	b.db.InsertTask(t, pgtest.TaskRow{OrderingID: "r-0", Kind: "report", State: "pending", ScheduledAt: time.Now().Add(time.Hour)})
+	cfg := fastConfig(b.db.Schema)
+	cfg.CountInterval = time.Hour
+	startWorker(t, b.db, cfg)
+	s := b.db.Schema
+	eventually(t, 10*time.Second, func() bool {
+		var n int
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+s+".leader").Scan(&n))
+		return n == 1
+	}, "the worker leads")
+	require.Never(t, func() bool {
+		var n int
+		require.NoError(t, b.db.Pool.QueryRow(ctx, "SELECT count(*) FROM "+s+".kind_counted").Scan(&n))
+		return n > 0
+	}, 2500*time.Millisecond, 100*time.Millisecond, "no count within the first interval of leading")
+}

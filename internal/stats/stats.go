@@ -129,10 +129,15 @@ const Busy = 20
 const MaxCount = 10 * time.Minute
 
 // Run counts whenever leading reports true and a count is due, until ctx
-// ends. It looks once a second (or every Interval, if shorter).
+// ends. It looks once a second (or every Interval, if shorter). The first
+// count comes an Interval after the node starts to lead, not at once: a
+// new leader (a fresh start, a failover) starts while the nodes catch up
+// with due work, which a read of every task would compete with, and the
+// last leader's counts stay readable meanwhile.
 func (c *Counter) Run(ctx context.Context, leading func() bool) {
 	tick := time.NewTicker(min(c.Interval, time.Second))
 	defer tick.Stop()
+	led := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -140,7 +145,14 @@ func (c *Counter) Run(ctx context.Context, leading func() bool) {
 		case <-tick.C:
 		}
 		if !leading() {
+			led = false
 			continue
+		}
+		if !led {
+			led = true
+			if first := time.Now().Add(c.Interval); first.After(c.next) {
+				c.next = first
+			}
 		}
 		if err := c.Round(ctx); err != nil && ctx.Err() == nil && c.Logger != nil {
 			c.Logger.Warn("counting tasks per kind failed; trying again later", "error", err)
