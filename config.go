@@ -106,7 +106,8 @@ type WorkerConfig struct {
 	// CountInterval is how often the leader counts tasks per kind for the
 	// console, the pgsched.kinds view and the pending gauge; a count that
 	// takes long (millions of tasks) stretches it to 20 times the count's
-	// duration. Defaults to 10s.
+	// duration. A node that starts to lead counts one interval later (the
+	// last leader's counts stay readable until then). Defaults to 10s.
 	CountInterval time.Duration
 	// ClusterInterval is how often a node re-reads its partition duties,
 	// competes for (or renews) the leader lease and, when leading, plans
