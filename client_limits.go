@@ -121,6 +121,92 @@ func (c *Client) Limits(ctx context.Context) ([]LimitInfo, error) {
 	return out, nil
 }
 
+// GroupWeight is a group's weight in its kind's fair share, as the
+// pgsched.group_weights view shows it: while the kind's limit holds tasks
+// back, each round of its groups gives this group Weight turns and every
+// group without a weight one.
+type GroupWeight struct {
+	Kind     string
+	GroupKey string // "" for the kind's tasks without a group_key
+	Weight   int
+	// Limited: the kind has a limit now (without one, weights wait).
+	Limited   bool
+	UpdatedAt time.Time
+}
+
+// MaxGroupWeight is the largest weight SetGroupWeight takes.
+const MaxGroupWeight = 1000
+
+// SetGroupWeight gives group (a Task.GroupKey; "" for tasks without one)
+// of kind a weight from 1 to MaxGroupWeight in the kind's fair share
+// (SQL: pgsched.set_group_weight): while the kind's limit holds tasks
+// back, each round of its groups gives the group weight turns, every
+// group without a weight one. 1 is the default and removes the weight.
+// It takes effect at the kind's next claim, needs no limit to be set
+// first, and outlives ClearLimit. It returns the weight the group had.
+func (c *Client) SetGroupWeight(ctx context.Context, kind, group string, weight int) (int, error) {
+	if err := checkGroupWeight(kind, group, weight); err != nil {
+		return 0, err
+	}
+	was, err := c.store.SetGroupWeight(ctx, c.pool, kind, group, weight)
+	if err != nil {
+		return 0, fmt.Errorf("pgsched: set weight of group %q of %q: %w", group, kind, err)
+	}
+	return was, nil
+}
+
+// GroupWeights lists the groups given a weight, by kind and group.
+func (c *Client) GroupWeights(ctx context.Context) ([]GroupWeight, error) {
+	rows, err := c.store.GroupWeights(ctx, c.pool)
+	if err != nil {
+		return nil, fmt.Errorf("pgsched: group weights: %w", err)
+	}
+	out := make([]GroupWeight, len(rows))
+	for i, r := range rows {
+		out[i] = GroupWeight(r)
+	}
+	return out, nil
+}
+
+// checkGroupWeight says what is wrong with SetGroupWeight's arguments in
+// the words pgsched.set_group_weight uses, or returns nil.
+func checkGroupWeight(kind, group string, weight int) error {
+	for _, f := range []struct{ field, v string }{{"kind", kind}, {"group_key", group}} {
+		if err := validateText(-1, f.field, f.v); err != nil {
+			return err
+		}
+	}
+	var reason string
+	switch {
+	case kind == "":
+		reason = "kind is required"
+	case len(kind) > 255:
+		reason = fmt.Sprintf("kind is %d bytes, over the limit of 255", len(kind))
+	case hasControl(kind):
+		reason = "kind contains a control character"
+	case len(group) > 255:
+		reason = fmt.Sprintf("group_key is %d bytes, over the limit of 255", len(group))
+	case hasControl(group):
+		reason = "group_key contains a control character"
+	case weight < 1 || weight > MaxGroupWeight:
+		reason = fmt.Sprintf("weight must be from 1 to %d, got %d", MaxGroupWeight, weight)
+	default:
+		return nil
+	}
+	return fmt.Errorf("pgsched: %w: %s", ErrInvalidTask, reason)
+}
+
+// hasControl reports whether s holds an ASCII control character (NUL is
+// textProblem's).
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
 // seconds formats d as pgsched.limit_error does an interval: seconds,
 // no trailing zeros.
 func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }

@@ -265,6 +265,11 @@ func (c *console) kinds(w http.ResponseWriter, r *http.Request) {
 			return err
 		}
 		data["Limits"] = limits
+		weights, err := c.store.GroupWeights(ctx, db)
+		if err != nil {
+			return err
+		}
+		data["Weights"] = weights
 		return c.kindData(ctx, db, data)
 	})
 	c.render(w, r, "kinds", "Kinds", data, err)

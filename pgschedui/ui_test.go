@@ -271,12 +271,15 @@ func TestConsoleInBrowser(t *testing.T) {
 	if limited {
 		_, err = client.SetLimit(ctx, "email", pgsched.Limit{MaxRunning: 2, MaxStarts: 30, Per: time.Minute})
 		require.NoError(t, err)
+		_, err = client.SetGroupWeight(ctx, "email", "gold", 3)
+		require.NoError(t, err)
 	}
 	do(chromedp.Navigate(srv.URL+"/ui/kinds"), chromedp.WaitVisible("#kinds"))
 	require.Contains(t, text("#kinds"), "charge")
 	if limited {
 		require.Contains(t, text("#limits"), "email")
 		require.Contains(t, text("#limits"), "30 per 1m0s")
+		require.Regexp(t, `email\s+gold\s+3\s+yes`, text("#weights"))
 	} else {
 		require.Contains(t, text("#limits"), "No kind is limited.")
 	}

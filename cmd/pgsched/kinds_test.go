@@ -177,3 +177,31 @@ func TestLimitsSetListClear(t *testing.T) {
 	b.okJSON(t, &rows, "limits", "list")
 	require.Empty(t, rows)
 }
+
+// TestLimitsWeight: limits weight gives a group a weight and says the one
+// it had (a bad weight exits 2 with the reason), limits weights lists it,
+// and weight 1 removes it.
+func TestLimitsWeight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	require.Equal(t, "group gold of kind export: weight 3 (was 1)\n", b.ok(t, "limits", "weight", "export", "gold", "3"))
+	require.Equal(t, "group gold of kind export: weight 5 (was 3)\n", b.ok(t, "limits", "weight", "export", "gold", "5"))
+	for _, bad := range []string{"0", "1001", "x"} {
+		r := b.cli(t, "limits", "weight", "export", "gold", bad)
+		require.Equal(t, exitUsage, r.code, r.stderr)
+		require.Contains(t, r.stderr, "weight must be", bad)
+	}
+	out := b.ok(t, "limits", "weights")
+	require.Regexp(t, `export\s+gold\s+5\s+no`, out)
+	var rows []struct {
+		Kind     string `json:"kind"`
+		GroupKey string `json:"group_key"`
+		Weight   int    `json:"weight"`
+	}
+	b.okJSON(t, &rows, "limits", "weights")
+	require.Equal(t, 1, len(rows))
+	require.Equal(t, 5, rows[0].Weight)
+	require.Equal(t, "group gold of kind export: weight 1 (was 5)\n", b.ok(t, "limits", "weight", "export", "gold", "1"))
+	b.okJSON(t, &rows, "limits", "weights")
+	require.Empty(t, rows)
+}

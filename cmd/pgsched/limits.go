@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -136,5 +137,69 @@ func limitsClearCmd(c *cli, _ *flag.FlagSet) func([]string) error {
 		}
 		_, err = fmt.Fprintf(c.stdout, msg, text(args[0]))
 		return err
+	}
+}
+
+func limitsWeightCmd(c *cli, _ *flag.FlagSet) func([]string) error {
+	return func(args []string) error {
+		if err := wantArgs("limits weight", args, 3, "a kind, a group (\"\" for tasks without one) and a weight"); err != nil {
+			return err
+		}
+		weight, err := strconv.Atoi(args[2])
+		if err != nil {
+			return usagef("limits weight: the weight must be a whole number from 1 to %d, got %q", pgsched.MaxGroupWeight, args[2])
+		}
+		if err := c.open(); err != nil {
+			return err
+		}
+		was, err := c.client.SetGroupWeight(c.ctx, args[0], args[1], weight)
+		if err != nil {
+			return err
+		}
+		if c.json {
+			return writeJSON(c.stdout, map[string]any{"kind": args[0], "group_key": args[1], "weight": weight, "previous": was})
+		}
+		_, err = fmt.Fprintf(c.stdout, "group %s of kind %s: weight %d (was %d)\n", text(args[1]), text(args[0]), weight, was)
+		return err
+	}
+}
+
+func limitsWeightsCmd(c *cli, _ *flag.FlagSet) func([]string) error {
+	return func(args []string) error {
+		if err := wantArgs("limits weights", args, 0, ""); err != nil {
+			return err
+		}
+		var ws []store.GroupWeight
+		err := c.read(func(tx pgx.Tx) error {
+			var err error
+			ws, err = c.store.GroupWeights(c.ctx, tx)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if c.json {
+			type row struct {
+				Kind      string    `json:"kind"`
+				GroupKey  string    `json:"group_key"`
+				Weight    int       `json:"weight"`
+				Limited   bool      `json:"limited"`
+				UpdatedAt time.Time `json:"updated_at"`
+			}
+			rows := make([]row, len(ws))
+			for i, w := range ws {
+				rows[i] = row(w)
+			}
+			return writeJSON(c.stdout, rows)
+		}
+		t := newTable(c.stdout, "KIND", "GROUP", "WEIGHT", "LIMITED")
+		for _, w := range ws {
+			limited := "no"
+			if w.Limited {
+				limited = "yes"
+			}
+			t.row(text(w.Kind), text(w.GroupKey), fmt.Sprint(w.Weight), limited)
+		}
+		return t.flush()
 	}
 }

@@ -141,6 +141,8 @@ func init() {
 		{path: "limits list", summary: "limited kinds: their limits, what runs and started under them, and what waits", setup: limitsListCmd},
 		{path: "limits set", args: "KIND", summary: "limit a kind cluster-wide: -max-running, and/or -max-starts per -per", acts: actsWorker, setup: limitsSetCmd},
 		{path: "limits clear", args: "KIND", summary: "remove a kind's limit", acts: actsWorker, setup: limitsClearCmd},
+		{path: "limits weight", args: "KIND GROUP WEIGHT", summary: "give a group of a kind WEIGHT turns in each round of the kind's fair share (1: the default)", acts: actsWorker, setup: limitsWeightCmd},
+		{path: "limits weights", summary: "groups given a weight in their kind's fair share", setup: limitsWeightsCmd},
 		{path: "recurring list", summary: "recurring schedules with their next and last tick", setup: recurringListCmd},
 		{path: "recurring pause", args: "NAME", summary: "stop a recurring schedule", acts: actsRecurring, setup: recurringPauseCmd},
 		{path: "recurring resume", args: "NAME", summary: "start a paused recurring schedule again", acts: actsRecurring, setup: recurringResumeCmd},

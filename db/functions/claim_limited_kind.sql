@@ -1,6 +1,8 @@
 -- claim_limited_kind claims, for claim_limited, up to p_max parked heads
 -- (chain -1) of one limited kind from the given partitions, highest
--- priority first, then groups in turn, then earliest first, as many as
+-- priority first, then groups in turn (a group of weight w, from
+-- set_group_weight, w turns a round; the turns the group served last has
+-- had carry over to the next claim), then earliest first, as many as
 -- the kind's limit has room for, and counts them in
 -- limit_usage: running, and for a rate their start, the database's clock
 -- when the room was granted (also their claimed_at). The usage row stays
@@ -30,6 +32,14 @@ DECLARE
     lv      integer;
     left_   integer;
     v_tl    integer := pgsched.timeline();
+    weights integer[];
+    offs    integer[];
+    weighted boolean;
+    cont    boolean := false;
+    v_after text;
+    last_i  integer;
+    last_t  integer;
+    lastrow integer[];
 BEGIN
     SELECT * INTO u FROM pgsched.limit_usage x WHERE x.kind = p_limit.kind;
     IF NOT FOUND THEN
@@ -48,7 +58,34 @@ BEGIN
     -- must name one), updating by key: each group's earliest parked heads
     -- (heads_limited_group) in turn, a round of one each, then another,
     -- each group to its own room under a per-group bound.
-    groups := pgsched.limit_groups(p_limit.kind, u.last_group, p_partitions, p_horizon, room, p_limit, t_grant);
+    -- Weights (set_group_weight): the group served last goes first again
+    -- while it has turns left in this round.
+    weighted := EXISTS (SELECT 1 FROM pgsched.limit_group_weights w WHERE w.kind = p_limit.kind);
+    IF weighted THEN
+        cont := u.last_turns < coalesce((SELECT w.weight FROM pgsched.limit_group_weights w
+                                         WHERE w.kind = p_limit.kind AND w.group_key = u.last_group), 1);
+    END IF;
+    v_after := u.last_group;
+    IF cont THEN
+        -- The group before it, so that limit_groups starts at it (none
+        -- before: from the first).
+        SELECT coalesce(h.group_key, '') INTO v_after FROM pgsched.heads h
+        WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND coalesce(h.group_key, '') < u.last_group
+        ORDER BY coalesce(h.group_key, '') DESC LIMIT 1;
+        IF NOT FOUND THEN
+            v_after := NULL;
+        END IF;
+    END IF;
+    groups := pgsched.limit_groups(p_limit.kind, v_after, p_partitions, p_horizon, room, p_limit, t_grant);
+    IF weighted THEN
+        weights := ARRAY(SELECT coalesce((SELECT w.weight FROM pgsched.limit_group_weights w
+                                          WHERE w.kind = p_limit.kind AND w.group_key = x.gk), 1)
+                         FROM unnest(groups) WITH ORDINALITY AS x(gk, i) ORDER BY x.i);
+    ELSE
+        weights := array_fill(1, ARRAY[cardinality(groups)]);
+    END IF;
+    offs := ARRAY(SELECT CASE WHEN x.i = 1 AND cont AND x.gk = u.last_group THEN u.last_turns ELSE 0 END
+                  FROM unnest(groups) WITH ORDINALITY AS x(gk, i) ORDER BY x.i);
     IF p_limit.per_group THEN
         -- The groups' rows, locked in key order as releases lock them.
         INSERT INTO pgsched.limit_group_usage (kind, group_key)
@@ -70,8 +107,9 @@ BEGIN
                               ORDER BY x DESC) LOOP
         EXIT WHEN left_ <= 0;
         WITH c AS (
-            SELECT t.partition_id, t.ordering_id, g.i, t.rn
-            FROM unnest(groups, rooms) WITH ORDINALITY AS g(gk, r, i)
+            -- rnd: the round of the group's rn-th head, w a round.
+            SELECT t.partition_id, t.ordering_id, g.i, t.rn, (t.rn + g.o - 1) / g.w + 1 AS rnd, (t.rn + g.o - 1) % g.w + 1 AS turn
+            FROM unnest(groups, rooms, weights, offs) WITH ORDINALITY AS g(gk, r, w, o, i)
             CROSS JOIN LATERAL (
                 SELECT x.partition_id, x.ordering_id, row_number() OVER (ORDER BY x.run_at) AS rn
                 FROM (SELECT h.partition_id, h.ordering_id, h.run_at FROM pgsched.heads h
@@ -86,7 +124,7 @@ BEGIN
                       FOR UPDATE SKIP LOCKED) x
             ) t
         ), q AS (
-            SELECT c.partition_id, c.ordering_id FROM c ORDER BY c.rn, c.i LIMIT left_
+            SELECT c.partition_id, c.ordering_id, c.rnd, c.i, c.rn, c.turn FROM c ORDER BY c.rnd, c.i, c.rn LIMIT left_
         ), claimed AS (
             UPDATE pgsched.heads h
             SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant,
@@ -95,8 +133,13 @@ BEGIN
             WHERE h.partition_id = q.partition_id AND h.ordering_id = q.ordering_id AND h.chain = -1 AND NOT h.running
             RETURNING h.*
         )
-        SELECT coalesce(array_agg(x::pgsched.heads), '{}') INTO got FROM claimed x;
+        SELECT coalesce(array_agg(x::pgsched.heads), '{}'),
+               (SELECT ARRAY[q.i, q.turn]::integer[] FROM q ORDER BY q.rnd DESC, q.i DESC, q.rn DESC LIMIT 1)
+        INTO got, lastrow FROM claimed x;
         CONTINUE WHEN cardinality(got) = 0;
+        -- The group served last and its turns this round.
+        last_i := lastrow[1];
+        last_t := lastrow[2];
         taken := taken || got;
         left_ := left_ - cardinality(got);
         rooms := ARRAY(SELECT greatest(x.r - (SELECT count(*) FROM unnest(got) t WHERE coalesce(t.group_key, '') = x.gk)::integer, 0)
@@ -116,8 +159,8 @@ BEGIN
     IF took > 0 THEN
         UPDATE pgsched.limit_usage x
         SET running = x.running + took,
-            -- The group served last: each group had one in the first round.
-            last_group = CASE WHEN cardinality(groups) > 1 THEN groups[least(took, cardinality(groups))] ELSE x.last_group END,
+            last_group = coalesce(groups[last_i], x.last_group),
+            last_turns = coalesce(last_t, 1),
             starts = CASE WHEN p_limit.max_starts IS NULL OR p_limit.per_group THEN '{}'
                           ELSE ARRAY(SELECT s FROM unnest(x.starts) s WHERE s > t_grant - p_limit.per ORDER BY s)
                                || array_fill(t_grant, ARRAY[took]) END

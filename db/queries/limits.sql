@@ -17,3 +17,13 @@ SELECT l.kind, l.max_running, l.running::integer AS running, l.max_starts,
        l.waiting::bigint AS waiting, l.paused::boolean AS paused, l.updated_at, l.per_group::boolean AS per_group
 FROM pgsched.limits l
 ORDER BY l.kind;
+
+-- Weighted fair share (pgsched.set_group_weight and the group_weights view).
+
+-- name: GroupWeightSet :one
+SELECT pgsched.set_group_weight(sqlc.arg(kind)::text, sqlc.arg(group_key)::text, sqlc.arg(weight)::integer)::integer AS previous;
+
+-- name: GroupWeightsList :many
+SELECT w.kind, w.group_key, w.weight::integer AS weight, w.limited::boolean AS limited, w.updated_at
+FROM pgsched.group_weights w
+ORDER BY w.kind, w.group_key;

@@ -12,6 +12,65 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const groupWeightSet = `-- name: GroupWeightSet :one
+
+SELECT pgsched.set_group_weight($1::text, $2::text, $3::integer)::integer AS previous
+`
+
+type GroupWeightSetParams struct {
+	Kind     string
+	GroupKey string
+	Weight   int32
+}
+
+// Weighted fair share (pgsched.set_group_weight and the group_weights view).
+func (q *Queries) GroupWeightSet(ctx context.Context, db DBTX, arg GroupWeightSetParams) (int32, error) {
+	row := db.QueryRow(ctx, groupWeightSet, arg.Kind, arg.GroupKey, arg.Weight)
+	var previous int32
+	err := row.Scan(&previous)
+	return previous, err
+}
+
+const groupWeightsList = `-- name: GroupWeightsList :many
+SELECT w.kind, w.group_key, w.weight::integer AS weight, w.limited::boolean AS limited, w.updated_at
+FROM pgsched.group_weights w
+ORDER BY w.kind, w.group_key
+`
+
+type GroupWeightsListRow struct {
+	Kind      string
+	GroupKey  string
+	Weight    int32
+	Limited   bool
+	UpdatedAt time.Time
+}
+
+func (q *Queries) GroupWeightsList(ctx context.Context, db DBTX) ([]GroupWeightsListRow, error) {
+	rows, err := db.Query(ctx, groupWeightsList)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []GroupWeightsListRow{}
+	for rows.Next() {
+		var i GroupWeightsListRow
+		if err := rows.Scan(
+			&i.Kind,
+			&i.GroupKey,
+			&i.Weight,
+			&i.Limited,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const limitClear = `-- name: LimitClear :one
 SELECT pgsched.clear_limit($1::text) AS cleared
 `

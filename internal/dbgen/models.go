@@ -117,6 +117,14 @@ type PgschedGooseDbVersion struct {
 	Tstamp    pgtype.Timestamp
 }
 
+type PgschedGroupWeight struct {
+	Kind      string
+	GroupKey  string
+	Weight    int32
+	Limited   bool
+	UpdatedAt time.Time
+}
+
 type PgschedHead struct {
 	PartitionID   int32
 	OrderingID    string
@@ -220,11 +228,19 @@ type PgschedLimitGroupUsage struct {
 	Starts   []time.Time
 }
 
+type PgschedLimitGroupWeight struct {
+	Kind      string
+	GroupKey  string
+	Weight    int32
+	UpdatedAt time.Time
+}
+
 type PgschedLimitUsage struct {
 	Kind      string
 	Running   int32
 	Starts    []time.Time
 	LastGroup pgtype.Text
+	LastTurns int32
 }
 
 type PgschedNode struct {

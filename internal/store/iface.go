@@ -66,6 +66,8 @@ type Store interface {
 	ClearLimit(ctx context.Context, db DBTX, kind string) (bool, error)
 	Limits(ctx context.Context, db DBTX) ([]LimitInfo, error)
 	LimitSweep(ctx context.Context, db DBTX) (int, error)
+	SetGroupWeight(ctx context.Context, db DBTX, kind, group string, weight int) (int, error)
+	GroupWeights(ctx context.Context, db DBTX) ([]GroupWeight, error)
 	CancelRunning(ctx context.Context, db DBTX, orderingID string, scheduledAt time.Time, uniquenessKey string) (bool, error)
 	CancelRequests(ctx context.Context, db DBTX) ([]int64, error)
 	CancelChannel() string

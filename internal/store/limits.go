@@ -77,3 +77,33 @@ func (s *PG) Limits(ctx context.Context, db DBTX) ([]LimitInfo, error) {
 	}
 	return out, nil
 }
+
+// GroupWeight is a row of the group_weights view: a group's weight in its
+// kind's fair share, and whether the kind has a limit now.
+type GroupWeight struct {
+	Kind      string
+	GroupKey  string
+	Weight    int
+	Limited   bool
+	UpdatedAt time.Time
+}
+
+// SetGroupWeight gives group of kind a weight in the kind's fair share
+// (pgsched.set_group_weight; 1 is the default) and returns the one it had.
+func (s *PG) SetGroupWeight(ctx context.Context, db DBTX, kind, group string, weight int) (int, error) {
+	was, err := s.q.GroupWeightSet(ctx, s.db(db), dbgen.GroupWeightSetParams{Kind: kind, GroupKey: group, Weight: sqlCount(weight)})
+	return int(was), translate(err)
+}
+
+// GroupWeights lists the groups given a weight, by kind and group.
+func (s *PG) GroupWeights(ctx context.Context, db DBTX) ([]GroupWeight, error) {
+	rows, err := s.q.GroupWeightsList(ctx, s.db(db))
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]GroupWeight, len(rows))
+	for i, r := range rows {
+		out[i] = GroupWeight{Kind: r.Kind, GroupKey: r.GroupKey, Weight: int(r.Weight), Limited: r.Limited, UpdatedAt: r.UpdatedAt}
+	}
+	return out, nil
+}

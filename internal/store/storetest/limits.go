@@ -340,3 +340,43 @@ func limitPerGroupRate(t *testing.T, f Fixture) {
 	require.Less(t, due[0].DueIn, time.Second, "a new group has room: due now")
 	require.Equal(t, map[string]int{"c": 1}, groups(claim(t, f, "n", e, 100)))
 }
+
+// groupWeights: a group's weight is set, replaced (the old one returned),
+// listed, refused when out of range or for a bad name, and removed by
+// weight 1; on Citus too, where it is a reference table's row, read by
+// no claim while limits are refused there.
+func groupWeights(t *testing.T, f Fixture) {
+	was, err := f.Store.SetGroupWeight(ctx, f.Pool, "export", "gold", 3)
+	require.NoError(t, err)
+	require.Equal(t, 1, was)
+	was, err = f.Store.SetGroupWeight(ctx, f.Pool, "export", "gold", 5)
+	require.NoError(t, err)
+	require.Equal(t, 3, was)
+	for _, c := range []struct {
+		kind, group string
+		weight      int
+		want        string
+	}{
+		{"", "g", 2, "kind is required"},
+		{"k", "g", 0, "weight must be from 1 to 1000, got 0"},
+		{"k", "g", 1001, "weight must be from 1 to 1000, got 1001"},
+		{"k", "g\x01", 2, "group_key contains a control character"},
+	} {
+		_, err := f.Store.SetGroupWeight(ctx, f.Pool, c.kind, c.group, c.weight)
+		require.ErrorIs(t, err, store.ErrInvalid, "%+v", c)
+		require.ErrorContains(t, err, c.want)
+	}
+	ws, err := f.Store.GroupWeights(ctx, f.Pool)
+	require.NoError(t, err)
+	require.Len(t, ws, 1)
+	require.Equal(t, "export", ws[0].Kind)
+	require.Equal(t, "gold", ws[0].GroupKey)
+	require.Equal(t, 5, ws[0].Weight)
+	require.False(t, ws[0].Limited)
+	was, err = f.Store.SetGroupWeight(ctx, f.Pool, "export", "gold", 1)
+	require.NoError(t, err)
+	require.Equal(t, 5, was)
+	ws, err = f.Store.GroupWeights(ctx, f.Pool)
+	require.NoError(t, err)
+	require.Empty(t, ws)
+}

@@ -76,6 +76,7 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"LimitSweep", limitSweep},
 		{"LimitPerGroup", limitPerGroup},
 		{"LimitPerGroupRate", limitPerGroupRate},
+		{"GroupWeights", groupWeights},
 		// cluster.go
 		{"NodeTerms", nodeTerms},
 		{"LeaderAndPlan", leaderAndPlan},
