@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) Fixture) {
 		{"FinishWritesEachOutcome", finishWritesEachOutcome},
 		{"FinishAfterRescueIsFenced", finishAfterRescueIsFenced},
 		{"RescueOrphaned", rescueOrphaned},
+		{"RescueLeavesLeavingNode", rescueLeavesLeavingNode},
 		{"CancelPending", cancelPending},
 		{"Reschedule", reschedule},
 		{"ListTasksFilters", listTasksFilters},

@@ -176,6 +176,24 @@ func finishAfterRescueIsFenced(t *testing.T, f Fixture) {
 	require.Equal(t, 1, count(t, f, "SELECT count(*) FROM {s}.completions WHERE node_id = 'n2' AND attempt = 2"))
 }
 
+// rescueLeavesLeavingNode: a node that is leaving (a graceful stop) keeps
+// its lease and drains its running tasks itself, so a rescue naming it,
+// as its stand-in's does, gives none of them back: they would run twice
+// at once. Once its lease has run out, the same rescue gives them back.
+func rescueLeavesLeavingNode(t *testing.T, f Fixture) {
+	e := node(t, f, "leaving")
+	f.DB.InsertTask(t, pgtest.TaskRow{OrderingID: "draining", State: "running", NodeID: "leaving", Epoch: e, Attempt: 1})
+	exec(t, f, "UPDATE "+f.Store.Schema()+".nodes SET leaving = true WHERE node_id = 'leaving'")
+	n, err := f.Store.RescueExpired(ctx, f.Pool, []string{"leaving"})
+	require.NoError(t, err)
+	require.Zero(t, n, "a leaving node's running task stays with it")
+	require.Equal(t, "draining", held(t, f, "leaving", e).OrderingID)
+	expire(t, f, "leaving", time.Second)
+	n, err = f.Store.RescueExpired(ctx, f.Pool, []string{"leaving"})
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "once its lease ran out, it goes back")
+}
+
 // rescueOrphaned: a running task whose node has no row (deregistered,
 // depleted) is left by RescueExpired, which goes by the node rows, and
 // given back by RescueOrphaned; a live node's task stays where it is.
