@@ -81,11 +81,12 @@ BEGIN
         weights := ARRAY(SELECT coalesce((SELECT w.weight FROM pgsched.limit_group_weights w
                                           WHERE w.kind = p_limit.kind AND w.group_key = x.gk), 1)
                          FROM unnest(groups) WITH ORDINALITY AS x(gk, i) ORDER BY x.i);
+        offs := ARRAY(SELECT CASE WHEN x.i = 1 AND cont AND x.gk = u.last_group THEN u.last_turns ELSE 0 END
+                      FROM unnest(groups) WITH ORDINALITY AS x(gk, i) ORDER BY x.i);
     ELSE
         weights := array_fill(1, ARRAY[cardinality(groups)]);
+        offs := array_fill(0, ARRAY[cardinality(groups)]);
     END IF;
-    offs := ARRAY(SELECT CASE WHEN x.i = 1 AND cont AND x.gk = u.last_group THEN u.last_turns ELSE 0 END
-                  FROM unnest(groups) WITH ORDINALITY AS x(gk, i) ORDER BY x.i);
     IF p_limit.per_group THEN
         -- The groups' rows, locked in key order as releases lock them.
         INSERT INTO pgsched.limit_group_usage (kind, group_key)
