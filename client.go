@@ -300,10 +300,8 @@ func validateTask(t Task, idx int) error {
 		if err := validateText(idx, f.field, f.v); err != nil {
 			return err
 		}
-		for i := 0; i < len(f.v); i++ {
-			if c := f.v[i]; c < 0x20 || c == 0x7f {
-				return fieldError(idx, f.field, "contains a control character")
-			}
+		if hasControl(f.v) {
+			return fieldError(idx, f.field, "contains a control character")
 		}
 	}
 	if len(t.Payload) > 0 {

@@ -52,10 +52,8 @@ func (r Recurring) inputProblem() string {
 			return f.field + " " + reason
 		}
 	}
-	for i := 0; i < len(r.Kind); i++ {
-		if c := r.Kind[i]; c < 0x20 || c == 0x7f {
-			return "kind contains a control character"
-		}
+	if hasControl(r.Kind) {
+		return "kind contains a control character"
 	}
 	if len(r.Payload) > 0 {
 		if reason := jsonb.Problem(r.Payload, MaxPayloadDepth); reason != "" {

@@ -261,21 +261,7 @@ func TestLimitServesGroupsInTurn(t *testing.T) {
 	_, err = b.client.ScheduleMany(ctx, tasks)
 	require.NoError(t, err)
 
-	var mu sync.Mutex
-	var order []string
-	cfg := fastConfig(b.db.Schema)
-	cfg.Concurrency = 20
-	cfg.Handlers = map[string]pgsched.Handler{"tenant-work": pgsched.HandlerFunc(func(_ context.Context, job *pgsched.Job) error {
-		mu.Lock()
-		order = append(order, job.GroupKey)
-		mu.Unlock()
-		return nil
-	})}
-	startWorker(t, b.db, cfg)
-	waitDrained(t, b, time.Minute)
-
-	mu.Lock()
-	defer mu.Unlock()
+	order := groupsInStartOrder(t, b, "tenant-work", 20)
 	require.Len(t, order, 420)
 	bFirst80 := 0
 	for _, g := range order[:80] {
@@ -336,4 +322,26 @@ func TestLimitPerGroupAcrossWorkers(t *testing.T) {
 		require.LessOrEqual(t, n, 2, "group %s ran %d at once", g, n)
 	}
 	require.Greater(t, mostTotal, 2, "the groups ran side by side")
+}
+
+// groupsInStartOrder runs kind's tasks on one worker with concurrency
+// handlers until none is left, and returns their group_keys in the order
+// the handlers started.
+func groupsInStartOrder(t *testing.T, b clientBundle, kind string, concurrency int) []string {
+	t.Helper()
+	var mu sync.Mutex
+	var order []string
+	cfg := fastConfig(b.db.Schema)
+	cfg.Concurrency = concurrency
+	cfg.Handlers = map[string]pgsched.Handler{kind: pgsched.HandlerFunc(func(_ context.Context, job *pgsched.Job) error {
+		mu.Lock()
+		order = append(order, job.GroupKey)
+		mu.Unlock()
+		return nil
+	})}
+	startWorker(t, b.db, cfg)
+	waitDrained(t, b, time.Minute)
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(order)
 }

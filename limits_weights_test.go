@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,21 +42,7 @@ func TestGroupWeightsShareTurns(t *testing.T) {
 			_, err = b.client.ScheduleMany(ctx, tasks)
 			require.NoError(t, err)
 
-			var mu sync.Mutex
-			var order []string
-			cfg := fastConfig(b.db.Schema)
-			cfg.Concurrency = 10
-			cfg.Handlers = map[string]pgsched.Handler{"export": pgsched.HandlerFunc(func(_ context.Context, job *pgsched.Job) error {
-				mu.Lock()
-				order = append(order, job.GroupKey)
-				mu.Unlock()
-				return nil
-			})}
-			startWorker(t, b.db, cfg)
-			waitDrained(t, b, time.Minute)
-
-			mu.Lock()
-			defer mu.Unlock()
+			order := groupsInStartOrder(t, b, "export", 10)
 			require.Len(t, order, 90)
 			// Five rounds of a, a, a, b, c: the first 25 starts.
 			n := map[string]int{}
