@@ -13,10 +13,10 @@ BEGIN
     FOR f IN
         SELECT p.oid FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
         WHERE n.nspname = split_part('pgsched.custom_plans', '.', 1)
-          AND p.proname IN ('cancel', 'cancel_requests_prune', 'cancel_running', 'claim_due_many', 'dead_ids',
-                            'delete_dead', 'delete_dead_where', 'lock_head', 'pause_kind', 'pause_sweep',
+          AND p.proname IN ('cancel', 'cancel_requests_prune', 'cancel_running', 'claim_due_many', 'claim_limited_kind', 'clear_limit', 'dead_ids',
+                            'delete_dead', 'delete_dead_where', 'limit_sweep', 'lock_head', 'pause_kind', 'pause_sweep',
                             'recurring_drop_ticks', 'recurring_materialize', 'recurring_ticks', 'reschedule', 'rescue_expired',
-                            'resume_kind', 'retry_dead_ids', 'task_output')
+                            'resume_kind', 'retry_dead_ids', 'set_limit', 'task_output')
     LOOP
         EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode = force_custom_plan', f);
     END LOOP;

@@ -60,7 +60,6 @@ DECLARE
     horizon timestamptz := now() + make_interval(secs => greatest(p_ahead_seconds, 0));
     v_paused text[];
     v_levels integer[];
-    lim     pgsched.kind_limits;
     limited boolean := false;
     t_now   timestamptz := now();
     v_tl    integer := pgsched.timeline();
@@ -71,15 +70,11 @@ BEGIN
         v_levels := ARRAY(SELECT x FROM unnest(v_levels || 0) AS x ORDER BY x DESC);
     END IF;
     IF EXISTS (SELECT 1 FROM pgsched.kind_limits) THEN
-        -- Kinds in name order, so claims lock usage rows in one order; from
-        -- every partition the node serves (the due read names one).
-        FOR lim IN SELECT l.* FROM pgsched.kind_limits l WHERE l.kind <> ALL (v_paused) ORDER BY l.kind LOOP
-            EXIT WHEN left_ <= 0;
-            RETURN QUERY SELECT * FROM pgsched.claim_limited_kind(p_node_id, p_epoch, p_partitions || coalesce(p_served, '{}'),
-                                                                  left_, horizon, lim);
-            GET DIAGNOSTICS got = ROW_COUNT;
-            left_ := left_ - got;
-        END LOOP;
+        -- From every partition the node serves (the due read names one).
+        RETURN QUERY SELECT * FROM pgsched.claim_limited(p_node_id, p_epoch, p_partitions || coalesce(p_served, '{}'), left_,
+                                                         p_ahead_seconds);
+        GET DIAGNOSTICS got = ROW_COUNT;
+        left_ := left_ - got;
         v_paused := v_paused || ARRAY(SELECT l.kind FROM pgsched.kind_limits l);
         limited := true;
     END IF;

@@ -44,6 +44,27 @@ FROM pgsched.claim_due_on(sqlc.arg(anchor)::integer, sqlc.arg(node_id)::text, sq
                           sqlc.arg(partition_ids)::integer[], sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8,
                           sqlc.narg(served_partitions)::integer[], sqlc.narg(min_priority)::integer) AS c;
 
+-- TaskClaimLimited claims parked tasks of limited kinds as their limits
+-- allow (see pgsched.claim_limited): on Citus, run on the coordinator
+-- beside the claims delegated to the Citus workers.
+-- name: TaskClaimLimited :many
+SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent,
+       c.priority, coalesce(c.group_key, '')::text AS group_key
+FROM pgsched.claim_limited(sqlc.arg(node_id)::text, sqlc.arg(epoch)::bigint, sqlc.arg(partition_ids)::integer[],
+                           sqlc.arg(max_tasks)::integer, sqlc.arg(ahead_seconds)::float8) AS c;
+
+-- QueueNextDueLimited: the partitions due for parked tasks of limited
+-- kinds (see pgsched.queue_next_due_limited); on Citus, run on the
+-- coordinator beside the due reads delegated to the Citus workers.
+-- name: QueueNextDueLimited :many
+SELECT q.partition_id::integer AS partition_id, q.due_in::float8 AS due_in
+FROM pgsched.queue_next_due_limited(sqlc.arg(partition_ids)::integer[]) q;
+
+-- LimitsInUse says whether any kind has a limit.
+-- name: LimitsInUse :one
+SELECT EXISTS (SELECT 1 FROM pgsched.kind_limits) AS in_use;
+
 -- TaskFinish records a batch of outcomes (see pgsched.finish_tasks). The
 -- row marked summary carries the ids that changed (applied) and how many
 -- heads were left for a claim (claimable); each other row is a successor

@@ -104,6 +104,18 @@ func (q *Queries) KindsPaused(ctx context.Context, db DBTX) ([]PgschedPausedKind
 	return items, nil
 }
 
+const limitsInUse = `-- name: LimitsInUse :one
+SELECT EXISTS (SELECT 1 FROM pgsched.kind_limits) AS in_use
+`
+
+// LimitsInUse says whether any kind has a limit.
+func (q *Queries) LimitsInUse(ctx context.Context, db DBTX) (bool, error) {
+	row := db.QueryRow(ctx, limitsInUse)
+	var in_use bool
+	err := row.Scan(&in_use)
+	return in_use, err
+}
+
 const notifyDue = `-- name: NotifyDue :exec
 SELECT pg_notify('pgsched.due', '')
 `
@@ -189,6 +201,39 @@ func (q *Queries) QueueNextDue(ctx context.Context, db DBTX, partitionIds []int3
 	items := []QueueNextDueRow{}
 	for rows.Next() {
 		var i QueueNextDueRow
+		if err := rows.Scan(&i.PartitionID, &i.DueIn); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const queueNextDueLimited = `-- name: QueueNextDueLimited :many
+SELECT q.partition_id::integer AS partition_id, q.due_in::float8 AS due_in
+FROM pgsched.queue_next_due_limited($1::integer[]) q
+`
+
+type QueueNextDueLimitedRow struct {
+	PartitionID int32
+	DueIn       float64
+}
+
+// QueueNextDueLimited: the partitions due for parked tasks of limited
+// kinds (see pgsched.queue_next_due_limited); on Citus, run on the
+// coordinator beside the due reads delegated to the Citus workers.
+func (q *Queries) QueueNextDueLimited(ctx context.Context, db DBTX, partitionIds []int32) ([]QueueNextDueLimitedRow, error) {
+	rows, err := db.Query(ctx, queueNextDueLimited, partitionIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []QueueNextDueLimitedRow{}
+	for rows.Next() {
+		var i QueueNextDueLimitedRow
 		if err := rows.Scan(&i.PartitionID, &i.DueIn); err != nil {
 			return nil, err
 		}
@@ -436,6 +481,83 @@ func (q *Queries) TaskClaimDueOn(ctx context.Context, db DBTX, arg TaskClaimDueO
 	items := []TaskClaimDueOnRow{}
 	for rows.Next() {
 		var i TaskClaimDueOnRow
+		if err := rows.Scan(
+			&i.PartitionID,
+			&i.ID,
+			&i.OrderingID,
+			&i.ScheduledAt,
+			&i.UniquenessKey,
+			&i.Kind,
+			&i.Payload,
+			&i.Attempt,
+			&i.RunAt,
+			&i.ClaimedAt,
+			&i.Tick,
+			&i.Traceparent,
+			&i.Priority,
+			&i.GroupKey,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const taskClaimLimited = `-- name: TaskClaimLimited :many
+SELECT c.partition_id, c.id, c.ordering_id, c.scheduled_at, c.uniqueness_key, c.kind, c.payload,
+       c.attempt, c.run_at, c.claimed_at::timestamptz AS claimed_at, c.tick, coalesce(c.traceparent, '')::text AS traceparent,
+       c.priority, coalesce(c.group_key, '')::text AS group_key
+FROM pgsched.claim_limited($1::text, $2::bigint, $3::integer[],
+                           $4::integer, $5::float8) AS c
+`
+
+type TaskClaimLimitedParams struct {
+	NodeID       string
+	Epoch        int64
+	PartitionIds []int32
+	MaxTasks     int32
+	AheadSeconds float64
+}
+
+type TaskClaimLimitedRow struct {
+	PartitionID   int32
+	ID            int64
+	OrderingID    string
+	ScheduledAt   time.Time
+	UniquenessKey string
+	Kind          string
+	Payload       []byte
+	Attempt       int32
+	RunAt         time.Time
+	ClaimedAt     time.Time
+	Tick          bool
+	Traceparent   string
+	Priority      int32
+	GroupKey      string
+}
+
+// TaskClaimLimited claims parked tasks of limited kinds as their limits
+// allow (see pgsched.claim_limited): on Citus, run on the coordinator
+// beside the claims delegated to the Citus workers.
+func (q *Queries) TaskClaimLimited(ctx context.Context, db DBTX, arg TaskClaimLimitedParams) ([]TaskClaimLimitedRow, error) {
+	rows, err := db.Query(ctx, taskClaimLimited,
+		arg.NodeID,
+		arg.Epoch,
+		arg.PartitionIds,
+		arg.MaxTasks,
+		arg.AheadSeconds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TaskClaimLimitedRow{}
+	for rows.Next() {
+		var i TaskClaimLimitedRow
 		if err := rows.Scan(
 			&i.PartitionID,
 			&i.ID,

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,11 +45,19 @@ import (
 // placementTTL is how long a read of the partitions' Citus workers is used.
 const placementTTL = 30 * time.Second
 
+// limitsTTL is how long a read of whether any kind has a limit is used: a
+// limit set takes that long at most to reach the claims of its kind.
+const limitsTTL = time.Second
+
 // Citus is the Store of a schema distributed over Citus (see above).
 type Citus struct {
 	*PG
 	mu  sync.Mutex // one placement read at a time
 	cur atomic.Pointer[placement]
+
+	limitsMu sync.Mutex
+	limitsAt time.Time // when limitsOn was read
+	limitsOn bool      // some kind has a limit (pgsched.set_limit)
 }
 
 // NewCitus returns the Store of a schema distributed over Citus.
@@ -89,11 +99,31 @@ func (s *Citus) Claim(ctx context.Context, db DBTX, node string, epoch int64, pa
 // are called twice: first for priorities from 0 up, then, while there is
 // room, for the rest, so no worker's negative ones go before another's
 // default ones.
+//
+// Limits: while a kind has a limit, its parked tasks are claimed first, on
+// the coordinator (pgsched.claim_limited, which counts what runs under each
+// limit across the Citus workers); the delegated claims skip limited kinds.
 func (s *Citus) ClaimFrom(ctx context.Context, db DBTX, node string, epoch int64, partitions, served []int32, max int,
 	ahead time.Duration) (jobs []Claimed, unreached []int32, err error) {
+	if s.limitsInUse(ctx, db) {
+		rows, err := s.q.TaskClaimLimited(ctx, s.db(db), dbgen.TaskClaimLimitedParams{
+			NodeID: node, Epoch: epoch, PartitionIds: append(slices.Clone(partitions), served...), MaxTasks: sqlCount(max),
+			AheadSeconds: ahead.Seconds(),
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("claiming tasks of limited kinds on the Citus coordinator: %w", err)
+		}
+		for _, r := range rows {
+			jobs = append(jobs, claimedRow(dbgen.TaskClaimDueRow(r)))
+		}
+		if len(jobs) >= max {
+			return jobs, partitions, nil
+		}
+	}
 	groups := s.byWorker(ctx, db, partitions)
 	if groups == nil {
-		return s.PG.ClaimFrom(ctx, db, node, epoch, partitions, served, max, ahead)
+		more, unreached, err := s.PG.ClaimFrom(ctx, db, node, epoch, partitions, served, max-len(jobs), ahead)
+		return append(jobs, more...), unreached, err
 	}
 	floors := []pgtype.Int4{{}}
 	if p := s.cur.Load(); p != nil && p.negative {
@@ -172,13 +202,28 @@ func (s *Citus) Finish(ctx context.Context, db DBTX, node string, epoch int64, o
 	return f, nil
 }
 
-// NextDue is PG.NextDue, a call per Citus worker holding the partitions.
+// NextDue is PG.NextDue, a call per Citus worker holding the partitions,
+// and while a kind has a limit one on the coordinator for the parked tasks
+// of limited kinds (pgsched.queue_next_due_limited).
 func (s *Citus) NextDue(ctx context.Context, db DBTX, partitions []int32) ([]DuePartition, error) {
+	var rows []dbgen.QueueNextDueRow
+	if s.limitsInUse(ctx, db) {
+		rs, err := s.q.QueueNextDueLimited(ctx, s.db(db), partitions)
+		if err != nil {
+			return nil, fmt.Errorf("reading due partitions of limited kinds on the Citus coordinator: %w", err)
+		}
+		for _, r := range rs {
+			rows = append(rows, dbgen.QueueNextDueRow(r))
+		}
+	}
 	groups := s.byWorker(ctx, db, partitions)
 	if groups == nil {
-		return s.PG.NextDue(ctx, db, partitions)
+		due, err := s.PG.NextDue(ctx, db, partitions)
+		if err != nil || len(rows) == 0 {
+			return due, err
+		}
+		return mergeDue(due, dueRows(rows)), nil
 	}
-	var rows []dbgen.QueueNextDueRow
 	for _, g := range groups {
 		parts := pick(partitions, g)
 		rs, err := s.q.QueueNextDueOn(ctx, s.db(db), dbgen.QueueNextDueOnParams{Anchor: parts[0], PartitionIds: parts})
@@ -189,7 +234,43 @@ func (s *Citus) NextDue(ctx context.Context, db DBTX, partitions []int32) ([]Due
 			rows = append(rows, dbgen.QueueNextDueRow(r))
 		}
 	}
-	return dueRows(rows), nil
+	return mergeDue(nil, dueRows(rows)), nil
+}
+
+// mergeDue is the due partitions of a and b, each once, at the earlier of
+// its two times, most overdue first.
+func mergeDue(a, b []DuePartition) []DuePartition {
+	at := map[int]time.Duration{}
+	for _, d := range append(a, b...) {
+		if t, ok := at[d.Partition]; !ok || d.DueIn < t {
+			at[d.Partition] = d.DueIn
+		}
+	}
+	out := make([]DuePartition, 0, len(at))
+	for p, t := range at {
+		out = append(out, DuePartition{Partition: p, DueIn: t})
+	}
+	slices.SortFunc(out, func(x, y DuePartition) int {
+		return cmp.Or(cmp.Compare(x.DueIn, y.DueIn), cmp.Compare(x.Partition, y.Partition))
+	})
+	return out
+}
+
+// limitsInUse says whether some kind has a limit, as read at most
+// limitsTTL ago. A failed read counts as yes: the coordinator's claim of
+// limited kinds then finds none, which costs a statement, not a task.
+func (s *Citus) limitsInUse(ctx context.Context, db DBTX) bool {
+	s.limitsMu.Lock()
+	defer s.limitsMu.Unlock()
+	if time.Since(s.limitsAt) < limitsTTL {
+		return s.limitsOn
+	}
+	on, err := s.q.LimitsInUse(ctx, s.db(db))
+	if err != nil {
+		return true
+	}
+	s.limitsOn, s.limitsAt = on, time.Now()
+	return on
 }
 
 // byWorker splits positions of partitions into groups, one per Citus
@@ -262,4 +343,14 @@ func pick[T any](xs []T, positions []int) []T {
 		out[i] = xs[p]
 	}
 	return out
+}
+
+// SetLimit is PG.SetLimit; this Store's claims see the limit at once
+// (other processes' within limitsTTL).
+func (s *Citus) SetLimit(ctx context.Context, db DBTX, kind string, l Limit) (bool, error) {
+	fresh, err := s.PG.SetLimit(ctx, db, kind, l)
+	s.limitsMu.Lock()
+	s.limitsAt = time.Time{}
+	s.limitsMu.Unlock()
+	return fresh, err
 }

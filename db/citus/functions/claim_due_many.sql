@@ -27,6 +27,9 @@ DECLARE
 BEGIN
     SELECT coalesce(array_agg(k.kind), '{}'), (SELECT array_agg(l.priority ORDER BY l.priority DESC) FROM pgsched.priority_levels l)
     INTO v_paused, v_levels FROM pgsched.paused_kinds k;
+    -- Limited kinds are claimed on the coordinator (claim_limited), which
+    -- counts what runs under a limit; here they are skipped like paused ones.
+    v_paused := v_paused || ARRAY(SELECT l.kind FROM pgsched.kind_limits l);
     IF v_levels IS NOT NULL THEN
         v_levels := ARRAY(SELECT x FROM unnest(v_levels || 0) AS x ORDER BY x DESC);
     END IF;

@@ -51,6 +51,9 @@ DECLARE
     v_tomb  pgsched.completions[];
     v_dead  pgsched.dead_tasks[];
     v_new   pgsched.heads[];
+    -- Limited kinds' successors and give-backs are parked (set_limit).
+    v_limited text[] := ARRAY(SELECT l.kind FROM pgsched.kind_limits l);
+    freed   integer;
 BEGIN
     IF (SELECT count(DISTINCT x.p) FROM unnest(partition_ids) AS x(p)) > 1 THEN
         RETURN QUERY SELECT * FROM pgsched.finish_tasks_split(p_node_id, p_epoch, partition_ids, ordering_ids, task_ids, claimed_ats,
@@ -68,6 +71,7 @@ BEGIN
                               AND n.timeline IN (0, pgsched.timeline())) THEN
         SELECT coalesce(array_agg(k.kind), '{}'), greatest((SELECT max(l.priority) FROM pgsched.priority_levels l), 0)
         INTO v_paused, v_top FROM pgsched.paused_kinds k;
+        v_paused := v_paused || v_limited;
     ELSE
         room := 0;
     END IF;
@@ -105,7 +109,7 @@ BEGIN
     SELECT array_agg(g.partition_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
            array_agg(g.ordering_id) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
            array_agg(g.chain) FILTER (WHERE g.backlog AND coalesce(cardinality(g.next_tids), 0) = 0),
-           array_agg(g.id), count(*) FILTER (WHERE g.backlog AND cardinality(g.next_tids) > 0),
+           array_agg(g.id), count(*) FILTER (WHERE g.backlog AND cardinality(g.next_tids) > 0), count(*) FILTER (WHERE g.chain = -2),
            array_agg(ROW(g.partition_id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.attempt, g.node_id,
                          t_now, g.tick, NULL::jsonb)::pgsched.completions) FILTER (WHERE g.outcome = 'completed'),
            array_agg(ROW(g.partition_id, g.id, g.ordering_id, g.scheduled_at, g.uniqueness_key, g.kind, g.payload, g.attempt,
@@ -114,11 +118,11 @@ BEGIN
                    m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at,
                    cardinality(m.rest_tids) > 0 OR m.more_after,
                    m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
-                   CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
+                   CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN greatest(m.prev_chain, 0) + 1 WHEN m.kind = ANY (v_limited) THEN -1 ELSE 0 END,
                    CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_tids END,
                    CASE WHEN cardinality(m.rest_tids) > 0 THEN m.rest_ids END, m.more_after, false, m.tick, m.traceparent, m.priority, m.group_key)::pgsched.heads)
             FROM moved m)
-    INTO gone_p, gone_o, gone_c, gone_id, known_n, v_tomb, v_dead, v_new FROM gone g;
+    INTO gone_p, gone_o, gone_c, gone_id, known_n, freed, v_tomb, v_dead, v_new FROM gone g;
     IF v_tomb IS NOT NULL THEN
         INSERT INTO pgsched.completions SELECT x.* FROM unnest(v_tomb) AS x;
     END IF;
@@ -173,7 +177,7 @@ BEGIN
         SELECT array_agg(ROW(m.partition_id, m.ordering_id, m.scheduled_at, m.uniqueness_key, m.id, m.kind, m.payload,
                    m.run_at, m.attempt + m.run::integer, m.revision, m.last_error, m.created_at, m.more,
                    m.run, CASE WHEN m.run THEN p_node_id END, CASE WHEN m.run THEN p_epoch END,
-                   CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN m.prev_chain + 1 ELSE 0 END,
+                   CASE WHEN m.run THEN t_now END, CASE WHEN m.run THEN greatest(m.prev_chain, 0) + 1 WHEN m.kind = ANY (v_limited) THEN -1 ELSE 0 END,
                    m.next_tids, m.next_ids, m.next_more, false, m.tick, m.traceparent, m.priority, m.group_key)::pgsched.heads)
         INTO v_new FROM moved m;
         handed2 := 0;
@@ -212,7 +216,7 @@ BEGIN
                            FROM unnest(retry_delays) WITH ORDINALITY AS d(delay, i) ORDER BY d.i);
         WITH back AS (
             UPDATE pgsched.heads h
-            SET running = false, node_id = NULL, epoch = NULL, claimed_at = NULL, chain = 0,
+            SET running = false, node_id = NULL, epoch = NULL, claimed_at = NULL, chain = CASE WHEN h.kind = ANY (v_limited) THEN -1 ELSE 0 END,
                 run_at = CASE WHEN b.outcome IN ('retry', 'snooze') THEN b.retry_at ELSE h.run_at END,
                 attempt = CASE WHEN b.outcome IN ('release', 'snooze') THEN greatest(h.attempt - 1, 0) ELSE h.attempt END,
                 last_error = CASE WHEN b.outcome = 'retry' THEN b.err ELSE h.last_error END
@@ -236,8 +240,9 @@ BEGIN
     -- handed over (those looked for by the second statement counted from
     -- the heads flagged as having a backlog, so one whose backlog a cancel
     -- emptied meanwhile counts too), and given back. Zero tells the worker
-    -- nothing new may have become due.
-    claimable := promoted - handed + coalesce(cardinality(back_id), 0);
+    -- nothing new may have become due. Room a limit's finished tasks
+    -- left counts too (on Citus limits count running tasks in heads).
+    claimable := promoted - handed + coalesce(cardinality(back_id), 0) + freed;
     RETURN NEXT;
 END
 $$;

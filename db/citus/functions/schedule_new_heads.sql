@@ -25,6 +25,8 @@ DECLARE
     nh_tp text[];
     nh_pr integer[];
     nh_gk text[];
+    -- A head of a limited kind is written parked (pgsched.set_limit).
+    v_limited text[] := ARRAY(SELECT l.kind FROM pgsched.kind_limits l);
 BEGIN
     SELECT array_agg(f.o ORDER BY f.o), array_agg(f.sa ORDER BY f.o), array_agg(f.uk ORDER BY f.o),
            array_agg(f.k ORDER BY f.o), array_agg(f.pl ORDER BY f.o), array_agg(f.tp ORDER BY f.o),
@@ -42,8 +44,9 @@ BEGIN
     IF new_keys THEN
         FOR q IN
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at,
-                                            traceparent, priority, group_key)
-            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now, x.tp, x.pr, x.gk
+                                            traceparent, priority, group_key, chain)
+            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now, x.tp, x.pr, x.gk,
+                   CASE WHEN x.k = ANY (v_limited) THEN -1 ELSE 0 END
             FROM pgsched.partition_anchor a, unnest(nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_id, nh_tp, nh_pr, nh_gk)
                  WITH ORDINALITY AS x(o, sa, uk, k, pl, id, tp, pr, gk, i)
             WHERE a.partition_id = p_partition
@@ -59,8 +62,9 @@ BEGIN
     ELSE
         FOR q IN
             INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, kind, payload, run_at, id, created_at,
-                                            traceparent, priority, group_key)
-            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now, x.tp, x.pr, x.gk
+                                            traceparent, priority, group_key, chain)
+            SELECT a.partition_id, x.o, x.sa, x.uk, x.k, x.pl, x.sa, x.id, t_now, x.tp, x.pr, x.gk,
+                   CASE WHEN x.k = ANY (v_limited) THEN -1 ELSE 0 END
             FROM pgsched.partition_anchor a, unnest(nh_o, nh_sa, nh_uk, nh_k, nh_pl, nh_id, nh_tp, nh_pr, nh_gk)
                  WITH ORDINALITY AS x(o, sa, uk, k, pl, id, tp, pr, gk, i)
             WHERE a.partition_id = p_partition

@@ -20,6 +20,8 @@ DECLARE
     v_demoted pgsched.backlog[];
     v_new     pgsched.heads[];
     v_n       integer;
+    -- A head of a limited kind is written parked (pgsched.set_limit).
+    v_limited text[] := ARRAY(SELECT l.kind FROM pgsched.kind_limits l);
 BEGIN
     -- Citus: one partition per call (each statement names it, so
     -- Citus routes it to the worker holding it); a call spanning several
@@ -95,9 +97,11 @@ BEGIN
     END IF;
     IF v_new IS NOT NULL THEN
         INSERT INTO pgsched.heads AS h (partition_id, ordering_id, scheduled_at, uniqueness_key, id, kind, payload,
-                                        run_at, attempt, revision, last_error, created_at, tick, traceparent, priority, group_key, backlog)
+                                        run_at, attempt, revision, last_error, created_at, tick, traceparent, priority, group_key, backlog,
+                                        chain)
         SELECT a.partition_id, x.ordering_id, x.scheduled_at, x.uniqueness_key, x.id, x.kind, x.payload,
-               x.run_at, x.attempt, x.revision, x.last_error, x.created_at, x.tick, x.traceparent, x.priority, x.group_key, x.backlog
+               x.run_at, x.attempt, x.revision, x.last_error, x.created_at, x.tick, x.traceparent, x.priority, x.group_key, x.backlog,
+               CASE WHEN x.kind = ANY (v_limited) THEN -1 ELSE 0 END
         FROM pgsched.partition_anchor a, unnest(v_new) AS x
         WHERE a.partition_id = v_one
         ON CONFLICT (partition_id, ordering_id) DO UPDATE
@@ -105,7 +109,7 @@ BEGIN
             kind = excluded.kind, payload = excluded.payload, run_at = excluded.run_at, attempt = excluded.attempt,
             revision = excluded.revision, last_error = excluded.last_error, created_at = excluded.created_at,
             tick = excluded.tick, traceparent = excluded.traceparent, priority = excluded.priority, group_key = excluded.group_key,
-            backlog = excluded.backlog, next_tids = NULL, next_ids = NULL, paused = false;
+            backlog = excluded.backlog, chain = excluded.chain, next_tids = NULL, next_ids = NULL, paused = false;
         GET DIAGNOSTICS v_n = ROW_COUNT;
         IF v_n <> cardinality(v_new) THEN
             RAISE EXCEPTION 'pgsched: partition_anchor has no row for partition %', v_one USING ERRCODE = 'no_data_found';
