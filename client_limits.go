@@ -81,7 +81,7 @@ func (l Limit) check(kind string) error {
 // attempt and starts when the limit allows; strict order per ordering_id
 // holds (a task behind one held back waits too). Tasks already running
 // when a kind is first limited are not counted: until they end, more may
-// run than MaxRunning. Refused on a Citus-distributed schema.
+// run than MaxRunning. On Citus, see docs/limits.md ("On Citus").
 func (c *Client) SetLimit(ctx context.Context, kind string, l Limit) (bool, error) {
 	if err := l.check(kind); err != nil {
 		return false, err

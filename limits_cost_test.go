@@ -22,7 +22,7 @@ import (
 func TestLimitedClaimCostIndependentOfBacklog(t *testing.T) {
 	t.Parallel()
 	if pgtest.Citus() {
-		t.Skip("limits are refused on a Citus-distributed schema (docs/limits.md)")
+		t.Skip("counts the single-server claim's index reads; on Citus a limited claim reads by statements over the shards (docs/limits.md, \"On Citus\")")
 	}
 	b := setupClient(t)
 	ctx := context.Background()

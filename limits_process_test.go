@@ -100,7 +100,6 @@ func scheduleHits(t *testing.T, b clientBundle, n int) {
 // task runs.
 func TestLimitMaxRunningAcrossProcesses(t *testing.T) {
 	t.Parallel()
-	skipOnCitus(t)
 	b := setupClient(t)
 	rcv := newReceiver(t, 100*time.Millisecond, 3)
 	_, err := b.client.SetLimit(context.Background(), "hit", pgsched.Limit{MaxRunning: 3})
@@ -131,7 +130,6 @@ func TestLimitMaxRunningAcrossProcesses(t *testing.T) {
 // then kills whichever takes it over.
 func TestLimitHoldsWhileNodesDieAndFreeze(t *testing.T) {
 	t.Parallel()
-	skipOnCitus(t)
 	b := setupClient(t)
 	rcv := newReceiver(t, 100*time.Millisecond, 3)
 	_, err := b.client.SetLimit(context.Background(), "hit", pgsched.Limit{MaxRunning: 3})

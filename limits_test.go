@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/pgsched/pgsched"
-	"github.com/pgsched/pgsched/internal/pgtest"
 )
 
 // TestLimitMaxStartsInEveryWindow: a kind limited to 10 starts a second,
@@ -22,7 +21,6 @@ import (
 // (printed).
 func TestLimitMaxStartsInEveryWindow(t *testing.T) {
 	t.Parallel()
-	skipOnCitus(t)
 	b := setupClient(t)
 	ctx := context.Background()
 	_, err := b.client.SetLimit(ctx, "paced", pgsched.Limit{MaxStarts: 10, Per: time.Second})
@@ -59,7 +57,6 @@ func TestLimitMaxStartsInEveryWindow(t *testing.T) {
 // pgsched.set_limit, and nothing is written.
 func TestLimitBadInputSameFromGoAndSQL(t *testing.T) {
 	t.Parallel()
-	skipOnCitus(t)
 	b := setupClient(t)
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -118,15 +115,6 @@ func mostInASecond(ts []time.Time) int {
 	return most
 }
 
-// skipOnCitus skips a limit test on a distributed schema, which refuses
-// limits (TestConformance/LimitMaxRunning shows the refusal there).
-func skipOnCitus(t *testing.T) {
-	t.Helper()
-	if pgtest.Citus() {
-		t.Skip("limits are refused on a Citus-distributed schema (docs/limits.md); the store suite checks the refusal")
-	}
-}
-
 // TestLimitMaxStartsPerGroup: "each customer at most 5 calls a second":
 // a kind whose rate bounds each group apart, two groups of 15 tasks, two
 // workers with 20 handlers each. In no second does a group start more
@@ -135,7 +123,6 @@ func skipOnCitus(t *testing.T) {
 // take at least two seconds (printed: about three).
 func TestLimitMaxStartsPerGroup(t *testing.T) {
 	t.Parallel()
-	skipOnCitus(t)
 	b := setupClient(t)
 	ctx := context.Background()
 	_, err := b.client.SetLimit(ctx, "paced-per-customer", pgsched.Limit{MaxStarts: 5, Per: time.Second, PerGroup: true})
@@ -186,7 +173,6 @@ func TestLimitMaxStartsPerGroup(t *testing.T) {
 // 8, not after the 30 that were due before them.
 func TestLimitStartsHigherPriorityFirst(t *testing.T) {
 	t.Parallel()
-	skipOnCitus(t)
 	b := setupClient(t)
 	ctx := context.Background()
 	_, err := b.client.SetLimit(ctx, "narrow", pgsched.Limit{MaxRunning: 2})
@@ -242,7 +228,6 @@ func TestLimitStartsHigherPriorityFirst(t *testing.T) {
 // the 420, not after a's 400.
 func TestLimitServesGroupsInTurn(t *testing.T) {
 	t.Parallel()
-	skipOnCitus(t)
 	b := setupClient(t)
 	ctx := context.Background()
 	_, err := b.client.SetLimit(ctx, "tenant-work", pgsched.Limit{MaxRunning: 4})
@@ -278,7 +263,6 @@ func TestLimitServesGroupsInTurn(t *testing.T) {
 // side by side, and every task runs.
 func TestLimitPerGroupAcrossWorkers(t *testing.T) {
 	t.Parallel()
-	skipOnCitus(t)
 	b := setupClient(t)
 	ctx := context.Background()
 	_, err := b.client.SetLimit(ctx, "per-customer", pgsched.Limit{MaxRunning: 2, PerGroup: true})

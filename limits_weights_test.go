@@ -21,7 +21,6 @@ import (
 // where one claim serves several turns.
 func TestGroupWeightsShareTurns(t *testing.T) {
 	t.Parallel()
-	skipOnCitus(t)
 	for _, room := range []int{1, 5} {
 		t.Run(fmt.Sprint("max running ", room), func(t *testing.T) {
 			t.Parallel()

@@ -266,7 +266,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.Contains(t, text("#counted"), "Counted by the leader")
 	t.Logf("overview: %s", screenshot(t, b, "overview"))
 
-	// Kinds, and their limits (refused on Citus: docs/limits.md).
+	// Kinds, and their limits (on one server; the Citus suite checks limits in the store and worker tests).
 	limited := !pgtest.Citus()
 	if limited {
 		_, err = client.SetLimit(ctx, "email", pgsched.Limit{MaxRunning: 2, MaxStarts: 30, Per: time.Minute})

@@ -146,9 +146,6 @@ func TestStatusIdle(t *testing.T) {
 // removes it.
 func TestLimitsSetListClear(t *testing.T) {
 	t.Parallel()
-	if pgtest.Citus() {
-		t.Skip("limits are refused on a Citus-distributed schema (docs/limits.md); the store suite checks the refusal")
-	}
 	b := setup(t)
 	require.Equal(t, "limited kind mail\n", b.ok(t, "limits", "set", "-max-running", "2", "mail"))
 	require.Equal(t, "changed the limit of kind mail\n", b.ok(t, "limits", "set", "-max-running", "2", "-max-starts", "5", "-per", "1s", "mail"))

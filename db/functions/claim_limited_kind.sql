@@ -54,8 +54,8 @@ BEGIN
         RETURN;
     END IF;
     -- Groups in turn (limit_groups). One statement across the node's
-    -- partitions (limits are refused on Citus, where a locking statement
-    -- must name one), updating by key: each group's earliest parked heads
+    -- partitions (Citus's form claims partition by partition: a locking
+    -- statement there must name one), updating by key: each group's earliest parked heads
     -- (heads_limited_group) in turn, a round of one each, then another,
     -- each group to its own room under a per-group bound.
     -- Weights (set_group_weight): the group served last goes first again
