@@ -43,6 +43,14 @@ BEGIN
     IF NOT p_force AND NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'pgsched.heads'::regclass) THEN
         RETURN 0;
     END IF;
+    -- A limit counts its kind's running tasks in heads on Citus
+    -- (claim_limited_kind): this index keeps the count to them, however
+    -- many tasks wait. Made before heads is distributed, so its shards
+    -- have it; on a schema distributed before it existed, Citus makes it on
+    -- every shard.
+    IF to_regclass(format('%I.heads_limited_running', s)) IS NULL THEN
+        EXECUTE format('CREATE INDEX heads_limited_running ON %I.heads (kind, (coalesce(group_key, %L))) WHERE chain = -2', s, '');
+    END IF;
     IF NOT EXISTS (SELECT 1 FROM pg_dist_partition WHERE logicalrelid = 'pgsched.heads'::regclass) THEN
         PERFORM create_distributed_table('pgsched.heads', 'partition_id', shard_count => 1, colocate_with => 'none');
         PERFORM truncate_local_data_after_distributing_table('pgsched.heads');

@@ -54,8 +54,15 @@ BEGIN
                      AND n.timeline IN (0, pgsched.timeline())) THEN
         RETURN;
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM pgsched.limit_usage x WHERE x.kind = p_limit.kind) THEN
+    -- A kind at its limit is seen so without the write below.
+    SELECT x.* INTO u FROM pgsched.limit_usage x WHERE x.kind = p_limit.kind;
+    IF NOT FOUND THEN
         INSERT INTO pgsched.limit_usage (kind) VALUES (p_limit.kind) ON CONFLICT (kind) DO NOTHING;
+    ELSE
+        SELECT count(*)::integer INTO u.running FROM pgsched.heads h WHERE h.chain = -2 AND h.running AND h.kind = p_limit.kind;
+        IF pgsched.limit_room(p_limit, u, clock_timestamp()) <= 0 THEN
+            RETURN;
+        END IF;
     END IF;
     UPDATE pgsched.limit_usage x SET last_turns = x.last_turns WHERE x.kind = p_limit.kind RETURNING x.* INTO u;
     SELECT count(*)::integer INTO u.running FROM pgsched.heads h WHERE h.chain = -2 AND h.running AND h.kind = p_limit.kind;
@@ -136,6 +143,8 @@ BEGIN
                 UPDATE pgsched.heads h
                 SET running = true, node_id = p_node_id, epoch = p_epoch, attempt = h.attempt + 1, claimed_at = t_grant, chain = -2
                 WHERE h.partition_id = r.p AND h.ordering_id = ANY (r.o) AND h.chain = -1 AND NOT h.running AND NOT h.paused
+                  AND EXISTS (SELECT 1 FROM pgsched.nodes n
+                              WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now)
                 RETURNING h.*
             LOOP
                 got := got || hr;
