@@ -54,18 +54,32 @@ BEGIN
                      AND n.timeline IN (0, pgsched.timeline())) THEN
         RETURN;
     END IF;
+    -- Every claim of the node comes here while a kind has a limit: one
+    -- statement over the shards says whether the kind has work due in
+    -- these partitions at all.
+    PERFORM 1 FROM pgsched.heads h
+    WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND h.partition_id = ANY (p_partitions) AND NOT h.running
+      AND h.run_at <= p_horizon
+    LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
     -- A kind at its limit is seen so without the write below.
     SELECT x.* INTO u FROM pgsched.limit_usage x WHERE x.kind = p_limit.kind;
     IF NOT FOUND THEN
         INSERT INTO pgsched.limit_usage (kind) VALUES (p_limit.kind) ON CONFLICT (kind) DO NOTHING;
     ELSE
-        SELECT count(*)::integer INTO u.running FROM pgsched.heads h WHERE h.chain = -2 AND h.running AND h.kind = p_limit.kind;
+        IF p_limit.max_running IS NOT NULL AND NOT p_limit.per_group THEN
+            SELECT count(*)::integer INTO u.running FROM pgsched.heads h WHERE h.chain = -2 AND h.running AND h.kind = p_limit.kind;
+        END IF;
         IF pgsched.limit_room(p_limit, u, clock_timestamp()) <= 0 THEN
             RETURN;
         END IF;
     END IF;
     UPDATE pgsched.limit_usage x SET last_turns = x.last_turns WHERE x.kind = p_limit.kind RETURNING x.* INTO u;
-    SELECT count(*)::integer INTO u.running FROM pgsched.heads h WHERE h.chain = -2 AND h.running AND h.kind = p_limit.kind;
+    IF p_limit.max_running IS NOT NULL AND NOT p_limit.per_group THEN
+        SELECT count(*)::integer INTO u.running FROM pgsched.heads h WHERE h.chain = -2 AND h.running AND h.kind = p_limit.kind;
+    END IF;
     t_grant := clock_timestamp();
     -- Computed apart: Citus refuses a STABLE expression over a column in
     -- a distributed write.

@@ -19,8 +19,16 @@ DECLARE
 BEGIN
     FOR l IN SELECT x.* FROM pgsched.kind_limits x
              WHERE NOT EXISTS (SELECT 1 FROM pgsched.paused_kinds k WHERE k.kind = x.kind) ORDER BY x.kind LOOP
+        -- The earliest parked head first: a kind with none here costs one
+        -- statement.
+        SELECT h.partition_id, h.run_at INTO p, at FROM pgsched.heads h
+        WHERE h.chain = -1 AND NOT h.paused AND h.kind = l.kind AND h.partition_id = ANY (p_partitions)
+        ORDER BY h.run_at LIMIT 1;
+        CONTINUE WHEN NOT FOUND;
         SELECT x.* INTO u FROM pgsched.limit_usage x WHERE x.kind = l.kind;
-        SELECT count(*)::integer INTO u.running FROM pgsched.heads h WHERE h.chain = -2 AND h.running AND h.kind = l.kind;
+        IF l.max_running IS NOT NULL AND NOT l.per_group THEN
+            SELECT count(*)::integer INTO u.running FROM pgsched.heads h WHERE h.chain = -2 AND h.running AND h.kind = l.kind;
+        END IF;
         IF NOT l.per_group THEN
             ready := pgsched.limit_ready_at(l, u, now());
         ELSIF cardinality(pgsched.limit_groups(l.kind, NULL, p_partitions, 'infinity', 1, l, now())) > 0 THEN
@@ -32,10 +40,6 @@ BEGIN
             WHERE g.kind = l.kind AND l.max_starts IS NOT NULL;
         END IF;
         CONTINUE WHEN ready IS NULL;
-        SELECT h.partition_id, h.run_at INTO p, at FROM pgsched.heads h
-        WHERE h.chain = -1 AND NOT h.paused AND h.kind = l.kind AND h.partition_id = ANY (p_partitions)
-        ORDER BY h.run_at LIMIT 1;
-        CONTINUE WHEN NOT FOUND;
         partition_id := p;
         due_in := extract(epoch FROM greatest(ready, at) - now())::float8;
         RETURN NEXT;
