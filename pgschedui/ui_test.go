@@ -266,23 +266,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	require.Contains(t, text("#counted"), "Counted by the leader")
 	t.Logf("overview: %s", screenshot(t, b, "overview"))
 
-	// Kinds, and their limits (on one server; the Citus suite checks limits in the store and worker tests).
-	limited := !pgtest.Citus()
-	if limited {
-		_, err = client.SetLimit(ctx, "email", pgsched.Limit{MaxRunning: 2, MaxStarts: 30, Per: time.Minute})
-		require.NoError(t, err)
-		_, err = client.SetGroupWeight(ctx, "email", "gold", 3)
-		require.NoError(t, err)
-	}
+	// Kinds, and their limits: none, then one with a weighted group.
+	do(chromedp.Navigate(srv.URL+"/ui/kinds"), chromedp.WaitVisible("#kinds"))
+	require.Contains(t, text("#limits"), "No kind is limited.")
+	_, err = client.SetLimit(ctx, "email", pgsched.Limit{MaxRunning: 2, MaxStarts: 30, Per: time.Minute})
+	require.NoError(t, err)
+	_, err = client.SetGroupWeight(ctx, "email", "gold", 3)
+	require.NoError(t, err)
 	do(chromedp.Navigate(srv.URL+"/ui/kinds"), chromedp.WaitVisible("#kinds"))
 	require.Contains(t, text("#kinds"), "charge")
-	if limited {
-		require.Contains(t, text("#limits"), "email")
-		require.Contains(t, text("#limits"), "30 per 1m0s")
-		require.Regexp(t, `email\s+gold\s+3\s+yes`, text("#weights"))
-	} else {
-		require.Contains(t, text("#limits"), "No kind is limited.")
-	}
+	require.Contains(t, text("#limits"), "email")
+	require.Contains(t, text("#limits"), "30 per 1m0s")
+	require.Regexp(t, `email\s+gold\s+3\s+yes`, text("#weights"))
 	t.Logf("kinds: %s", screenshot(t, b, "kinds"))
 
 	// Cluster: the node, leading, serving every partition.
