@@ -14,6 +14,15 @@
 --   first), then claimed partition by partition, each an UPDATE of the
 --   chosen ones still parked.
 --
+-- Each statement over the shards costs a query per shard, so the claim
+-- makes few: one reads the earliest and latest due group, and when they
+-- are one group (a kind without group keys, or one tenant due here) and
+-- neither a per-group limit nor weights apply, that group is the turn
+-- order, without limit_groups' scan. One connection per Citus worker runs
+-- a statement's shard queries one after another
+-- (citus.max_adaptive_executor_pool_size): each takes less than opening a
+-- connection, which Citus does per transaction beyond the one it keeps.
+--
 -- Claims of the kind take turns on its limit_usage row, written (so locked
 -- on every copy of the reference table) before anything is counted: a
 -- claim counts only after the one before it has committed on every Citus
@@ -23,6 +32,7 @@ CREATE OR REPLACE FUNCTION pgsched.claim_limited_kind(p_node_id text, p_epoch bi
 RETURNS SETOF pgsched.heads
 LANGUAGE plpgsql
 SET jit = off
+SET citus.max_adaptive_executor_pool_size = 1
 AS $$
 DECLARE
     u       pgsched.limit_usage;
@@ -48,6 +58,8 @@ DECLARE
     last_i  integer;
     last_t  integer;
     t_cut   timestamptz;
+    g_lo    text;
+    g_hi    text;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pgsched.nodes n
                    WHERE n.node_id = p_node_id AND n.epoch = p_epoch AND n.lease_expires_at > t_now
@@ -56,12 +68,11 @@ BEGIN
     END IF;
     -- Every claim of the node comes here while a kind has a limit: one
     -- statement over the shards says whether the kind has work due in
-    -- these partitions at all.
-    PERFORM 1 FROM pgsched.heads h
+    -- these partitions at all, and in which groups (the first and last).
+    SELECT min(coalesce(h.group_key, '')), max(coalesce(h.group_key, '')) INTO g_lo, g_hi FROM pgsched.heads h
     WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND h.partition_id = ANY (p_partitions) AND NOT h.running
-      AND h.run_at <= p_horizon
-    LIMIT 1;
-    IF NOT FOUND THEN
+      AND h.run_at <= p_horizon;
+    IF g_lo IS NULL THEN
         RETURN;
     END IF;
     -- A kind at its limit is seen so without the write below.
@@ -93,16 +104,20 @@ BEGIN
         cont := u.last_turns < coalesce((SELECT w.weight FROM pgsched.limit_group_weights w
                                          WHERE w.kind = p_limit.kind AND w.group_key = u.last_group), 1);
     END IF;
-    v_after := u.last_group;
-    IF cont THEN
-        SELECT coalesce(h.group_key, '') INTO v_after FROM pgsched.heads h
-        WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND coalesce(h.group_key, '') < u.last_group
-        ORDER BY coalesce(h.group_key, '') DESC LIMIT 1;
-        IF NOT FOUND THEN
-            v_after := NULL;
+    IF g_lo = g_hi AND NOT p_limit.per_group AND NOT weighted THEN
+        groups := ARRAY[g_lo];
+    ELSE
+        v_after := u.last_group;
+        IF cont THEN
+            SELECT coalesce(h.group_key, '') INTO v_after FROM pgsched.heads h
+            WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND coalesce(h.group_key, '') < u.last_group
+            ORDER BY coalesce(h.group_key, '') DESC LIMIT 1;
+            IF NOT FOUND THEN
+                v_after := NULL;
+            END IF;
         END IF;
+        groups := pgsched.limit_groups(p_limit.kind, v_after, p_partitions, p_horizon, room, p_limit, t_grant);
     END IF;
-    groups := pgsched.limit_groups(p_limit.kind, v_after, p_partitions, p_horizon, room, p_limit, t_grant);
     IF cardinality(groups) = 0 THEN
         RETURN;
     END IF;

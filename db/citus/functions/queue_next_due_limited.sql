@@ -3,11 +3,13 @@
 -- calls it beside the due reads delegated to the Citus workers), a kind at
 -- a time: a kind's running tasks are counted in heads (see Citus's
 -- claim_limited_kind), and its earliest parked head is one statement over
--- the shards of the given partitions.
+-- the shards of the given partitions, its shard queries on one
+-- connection per Citus worker (as in Citus's claim_limited_kind).
 CREATE OR REPLACE FUNCTION pgsched.queue_next_due_limited(p_partitions integer[])
 RETURNS TABLE (partition_id integer, due_in float8)
 LANGUAGE plpgsql STABLE
 SET jit = off
+SET citus.max_adaptive_executor_pool_size = 1
 AS $$
 #variable_conflict use_column
 DECLARE
