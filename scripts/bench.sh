@@ -41,7 +41,11 @@
 #   BENCH_RATE (2000)            lateness run rate, tasks/s
 #   BENCH_LATENESS_DURATION (10s)
 #   BENCH_SUSTAINED_DURATION (60s)
-#   BENCH_SUSTAINED_RATE (0)     enqueue cap in the sustained run; 0 = none
+#   BENCH_SUSTAINED_BACKLOG (75000)  tasks the sustained run keeps waiting,
+#                                as River's duration mode; 0 = producers
+#                                enqueue without pause
+#   BENCH_SUSTAINED_RATE (0)     with BENCH_SUSTAINED_BACKLOG=0, enqueue cap
+#                                in the sustained run; 0 = none
 #   BENCH_BACKLOG (1000000)      backlog drain size
 #   BENCH_CLAIM_PENDING (10000,1000000)  not-due sizes for claim latency
 #   BENCH_CLAIM_DURATION (10s)
@@ -82,7 +86,7 @@ for arg in "$@"; do
 done
 if [ "$quick" = 1 ]; then
   : "${BENCH_RUNS:=1}" "${BENCH_N:=5000}" "${BENCH_LATENESS_DURATION:=3s}"
-  : "${BENCH_SUSTAINED_DURATION:=5s}" "${BENCH_BACKLOG:=20000}"
+  : "${BENCH_SUSTAINED_DURATION:=5s}" "${BENCH_SUSTAINED_BACKLOG:=20000}" "${BENCH_BACKLOG:=20000}"
   : "${BENCH_CLAIM_PENDING:=1000,20000}" "${BENCH_CLAIM_DURATION:=3s}"
   : "${BENCH_PGBENCH_T:=2}" "${BENCH_PGBENCH_ROWS:=600000}"
   : "${BENCH_REBALANCE_PHASE:=2s}" "${BENCH_FLEX_DOWN:=3s}"
@@ -212,6 +216,7 @@ args=(-runs "$RUNS" -n "$N")
 [ -n "${BENCH_LATENESS_DURATION:-}" ] && args+=(-lateness-duration "$BENCH_LATENESS_DURATION")
 [ -n "${BENCH_SUSTAINED_DURATION:-}" ] && args+=(-sustained-duration "$BENCH_SUSTAINED_DURATION")
 [ -n "${BENCH_SUSTAINED_RATE:-}" ] && args+=(-sustained-rate "$BENCH_SUSTAINED_RATE")
+[ -n "${BENCH_SUSTAINED_BACKLOG:-}" ] && args+=(-sustained-backlog "$BENCH_SUSTAINED_BACKLOG")
 [ -n "${BENCH_BACKLOG:-}" ] && args+=(-backlog "$BENCH_BACKLOG")
 [ -n "${BENCH_CLAIM_PENDING:-}" ] && args+=(-claim-pending "$BENCH_CLAIM_PENDING")
 [ -n "${BENCH_CLAIM_DURATION:-}" ] && args+=(-claim-duration "$BENCH_CLAIM_DURATION")
@@ -251,6 +256,7 @@ river_rest_only="${river_rest_only%,}"
 rargs=(-n "$N")
 [ -n "${BENCH_RIVER_WORKERS:-}" ] && rargs+=(-workers "$BENCH_RIVER_WORKERS")
 [ -n "${BENCH_SUSTAINED_DURATION:-}" ] && rargs+=(-sustained-duration "$BENCH_SUSTAINED_DURATION")
+[ -n "${BENCH_SUSTAINED_BACKLOG:-}" ] && rargs+=(-sustained-backlog "$BENCH_SUSTAINED_BACKLOG")
 
 if want graphile-worker; then
   gw="$here/tools/peers/anchors/graphile-worker"

@@ -7,9 +7,11 @@
 //   - burn-traced: the own-ordering_id burn-down untraced and with
 //     OpenTelemetry tracing on (pgschedotel), back to back, and the ratio;
 //   - lateness: start lateness of tasks arriving at a steady -rate;
-//   - sustained (c): producers enqueue due tasks without pause for
-//     -sustained-duration while one worker runs them; completed and enqueued
-//     tasks/s over the window and the backlog left at its end;
+//   - sustained (c): for -sustained-duration one worker runs due tasks
+//     while a producer keeps -sustained-backlog of them waiting, as River's
+//     duration mode does (or, with -sustained-backlog 0, producers enqueue
+//     without pause); completed and enqueued tasks/s over the window and
+//     the backlog left at its end;
 //   - backlog (e): -backlog tasks already due, drained by one worker; drain
 //     rate over the first and the last 100k completions, from the handler's
 //     clock;
@@ -80,6 +82,7 @@ type bench struct {
 	sustainedProducers int
 	sustainedBatch     int
 	sustainedRate      int
+	sustainedBacklog   int
 
 	backlogN int
 
@@ -122,9 +125,10 @@ func run(ctx context.Context) error {
 	flag.IntVar(&b.limitedRate, "limited-rate", 5000, "tasks/s enqueued in the limited workload")
 	flag.DurationVar(&b.limitedHold, "limited-hold", 5*time.Millisecond, "how long each limited task's handler takes")
 	flag.DurationVar(&b.sustainedDuration, "sustained-duration", 60*time.Second, "measured window of the sustained run")
-	flag.IntVar(&b.sustainedProducers, "sustained-producers", 2, "concurrent producers in the sustained run")
-	flag.IntVar(&b.sustainedBatch, "sustained-batch", 500, "tasks per ScheduleMany call in the sustained run")
-	flag.IntVar(&b.sustainedRate, "sustained-rate", 0, "total enqueue rate cap in tasks/s for the sustained run; 0 = as fast as the producers go")
+	flag.IntVar(&b.sustainedBacklog, "sustained-backlog", 75_000, "tasks the sustained run keeps waiting, topped up every 250 ms in batches of -sustained-batch (River's duration mode: 75,000); 0 = -sustained-producers enqueue without pause")
+	flag.IntVar(&b.sustainedProducers, "sustained-producers", 2, "concurrent producers in the sustained run with -sustained-backlog 0")
+	flag.IntVar(&b.sustainedBatch, "sustained-batch", 5_000, "tasks per ScheduleMany call in the sustained run (River's duration mode: 5,000)")
+	flag.IntVar(&b.sustainedRate, "sustained-rate", 0, "with -sustained-backlog 0, total enqueue rate cap in tasks/s; 0 = as fast as the producers go")
 	flag.IntVar(&b.backlogN, "backlog", 1_000_000, "tasks due in the past for the backlog drain")
 	claimPending := flag.String("claim-pending", "10000,1000000", "comma-separated not-due backlog sizes for claim latency; the ratio compares the last to the first")
 	flag.DurationVar(&b.claimDuration, "claim-duration", 10*time.Second, "length of each claim-latency run")
@@ -195,8 +199,8 @@ func run(ctx context.Context) error {
 		return errors.New("-backlog must be at least 2")
 	case b.consoleTasks < 10 || b.consoleTasks%10 != 0:
 		return errors.New("-console-tasks must be a positive multiple of 10")
-	case b.sustainedProducers < 1, b.sustainedBatch < 1:
-		return errors.New("-sustained-producers and -sustained-batch must be positive")
+	case b.sustainedProducers < 1, b.sustainedBatch < 1, b.sustainedBacklog < 0:
+		return errors.New("-sustained-producers and -sustained-batch must be positive, -sustained-backlog not negative")
 	}
 
 	selected := map[string]bool{}

@@ -282,10 +282,14 @@ func (b *bench) lateness(ctx context.Context) ([]time.Duration, error) {
 	return l.waitFor(ctx, total, time.Minute)
 }
 
-// sustained runs producers that enqueue due tasks without pause (or at
-// -sustained-rate) while one worker runs them. It returns completed and
-// enqueued tasks/s over the window and the tasks pending or running at its
-// end.
+// sustained runs one worker for -sustained-duration while due tasks keep
+// arriving: a producer keeps -sustained-backlog of them waiting, as River's
+// duration mode does (its riverbench, cmd/river bench -duration), so the
+// producers cost what enqueueing at the workers' pace costs; with
+// -sustained-backlog 0, -sustained-producers enqueue without pause (or at
+// -sustained-rate). The window starts once the first backlog is in. It
+// returns completed and enqueued tasks/s over the window and the tasks
+// pending or running at its end.
 func (b *bench) sustained(ctx context.Context) ([]float64, error) {
 	pool, c, schema, cleanup, err := b.fresh(ctx)
 	if err != nil {
@@ -303,50 +307,77 @@ func (b *bench) sustained(ctx context.Context) ([]float64, error) {
 	defer stopProducers()
 	var wg sync.WaitGroup
 	errs := make([]error, b.sustainedProducers)
-	start := time.Now()
-	for p := range b.sustainedProducers {
+	enqueue := func(p, seq int) error {
+		at := time.Now()
+		tasks := make([]pgsched.Task, b.sustainedBatch)
+		for i := range tasks {
+			tasks[i] = pgsched.Task{OrderingID: fmt.Sprintf("p%d-%d", p, seq+i), ScheduledAt: at}
+		}
+		if _, err := c.ScheduleMany(pctx, tasks); err != nil {
+			if pctx.Err() != nil {
+				return pctx.Err()
+			}
+			return err
+		}
+		enqueued.Add(int64(len(tasks)))
+		return nil
+	}
+	ready := make(chan struct{})
+	if b.sustainedBacklog > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			seq := 0
-			for pctx.Err() == nil {
-				if b.sustainedRate > 0 {
-					// Each producer keeps to its share of the rate.
-					share := float64(b.sustainedRate) / float64(b.sustainedProducers)
-					ahead := time.Duration(float64(seq)/share*float64(time.Second)) - time.Since(start)
-					if ahead > 0 {
-						select {
-						case <-pctx.Done():
-							return
-						case <-time.After(ahead):
+			errs[0] = topUp(pctx, ready, b.sustainedBacklog, func() int64 { return enqueued.Load() - done.Load() },
+				func(seq int) error { return enqueue(0, seq*b.sustainedBatch) })
+		}()
+	} else {
+		close(ready)
+		start := time.Now()
+		for p := range b.sustainedProducers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for seq := 0; pctx.Err() == nil; seq += b.sustainedBatch {
+					if b.sustainedRate > 0 {
+						// Each producer keeps to its share of the rate.
+						share := float64(b.sustainedRate) / float64(b.sustainedProducers)
+						ahead := time.Duration(float64(seq)/share*float64(time.Second)) - time.Since(start)
+						if ahead > 0 {
+							select {
+							case <-pctx.Done():
+								return
+							case <-time.After(ahead):
+							}
 						}
 					}
-				}
-				at := time.Now()
-				tasks := make([]pgsched.Task, b.sustainedBatch)
-				for i := range tasks {
-					tasks[i] = pgsched.Task{OrderingID: fmt.Sprintf("p%d-%d", p, seq+i), ScheduledAt: at}
-				}
-				if _, err := c.ScheduleMany(pctx, tasks); err != nil {
-					if pctx.Err() == nil {
+					if err := enqueue(p, seq); err != nil {
 						errs[p] = err
+						return
 					}
-					return
 				}
-				seq += len(tasks)
-				enqueued.Add(int64(len(tasks)))
-			}
-		}()
+			}()
+		}
 	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-ready:
+	}
+	start, done0, enqueued0 := time.Now(), done.Load(), enqueued.Load()
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-time.After(b.sustainedDuration):
 	}
-	completed, added := done.Load(), enqueued.Load()
+	completed, added := done.Load()-done0, enqueued.Load()-enqueued0
 	elapsed := time.Since(start).Seconds()
 	stopProducers()
 	wg.Wait()
+	for i, err := range errs {
+		if errors.Is(err, context.Canceled) {
+			errs[i] = nil // the producers were stopped
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -355,6 +386,30 @@ func (b *bench) sustained(ctx context.Context) ([]float64, error) {
 		return nil, err
 	}
 	return []float64{float64(completed) / elapsed, float64(added) / elapsed, float64(backlog)}, nil
+}
+
+// topUp keeps at least backlog tasks waiting (left says how many are), as
+// River's duration mode does: every 250 ms, while fewer are left, it calls
+// enqueue (with a batch number counting from 0) until there are. It
+// closes ready once the first backlog is in, or when it returns: on a
+// failed enqueue, or with ctx's error once ctx is done.
+func topUp(ctx context.Context, ready chan<- struct{}, backlog int, left func() int64, enqueue func(int) error) error {
+	var once sync.Once
+	defer once.Do(func() { close(ready) })
+	for batch := 0; ; {
+		for left() < int64(backlog) {
+			if err := enqueue(batch); err != nil {
+				return err
+			}
+			batch++
+		}
+		once.Do(func() { close(ready) })
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // backlogWindow is how many completions the first and last drain rates span:

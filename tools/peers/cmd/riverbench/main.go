@@ -54,6 +54,7 @@ type bench struct {
 	sustainedProducers int
 	sustainedBatch     int
 	sustainedWorkers   int
+	sustainedBacklog   int
 }
 
 func run(ctx context.Context, args []string) error {
@@ -67,8 +68,9 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&b.fetchCooldown, "fetch-cooldown", 2*time.Millisecond, "River FetchCooldown")
 	fs.DurationVar(&b.fetchPoll, "fetch-poll-interval", 20*time.Millisecond, "River FetchPollInterval")
 	fs.DurationVar(&b.sustainedDuration, "sustained-duration", 60*time.Second, "measured window of the sustained run (as cmd/bench's)")
-	fs.IntVar(&b.sustainedProducers, "sustained-producers", 2, "concurrent producers in the sustained run (as cmd/bench's)")
-	fs.IntVar(&b.sustainedBatch, "sustained-batch", 500, "jobs per InsertMany call in the sustained run (as cmd/bench's ScheduleMany)")
+	fs.IntVar(&b.sustainedBacklog, "sustained-backlog", 75_000, "jobs the sustained run keeps waiting, topped up every 250 ms in batches of -sustained-batch (River's duration mode: 75,000); 0 = -sustained-producers insert without pause (as cmd/bench's)")
+	fs.IntVar(&b.sustainedProducers, "sustained-producers", 2, "concurrent producers in the sustained run with -sustained-backlog 0 (as cmd/bench's)")
+	fs.IntVar(&b.sustainedBatch, "sustained-batch", 5_000, "jobs per InsertMany call in the sustained run (River's duration mode: 5,000; as cmd/bench's ScheduleMany)")
 	fs.IntVar(&b.sustainedWorkers, "sustained-workers", 2000, "MaxWorkers in the sustained run (River's own benchmark setting)")
 	only := fs.String("only", "", "comma-separated workloads to run (burn, enqueue, sustained); empty runs all")
 	if err := fs.Parse(args); err != nil {
@@ -82,8 +84,8 @@ func run(ctx context.Context, args []string) error {
 		}
 		workerCounts = append(workerCounts, v)
 	}
-	if b.runs < 1 || b.n < 1 || b.sustainedProducers < 1 || b.sustainedBatch < 1 || b.sustainedWorkers < 1 {
-		return errors.New("-runs, -n and the -sustained- counts must be positive")
+	if b.runs < 1 || b.n < 1 || b.sustainedProducers < 1 || b.sustainedBatch < 1 || b.sustainedWorkers < 1 || b.sustainedBacklog < 0 {
+		return errors.New("-runs, -n and the -sustained- counts must be positive (-sustained-backlog may be 0)")
 	}
 	b.url = os.Getenv("DATABASE_URL")
 	if b.url == "" {
@@ -369,11 +371,13 @@ func (b *bench) enqueueBatch(fast bool) func(context.Context) (float64, error) {
 	}
 }
 
-// sustained mirrors cmd/bench's sustained run, as River's own benchmark's
-// duration mode does: producers insert available jobs with InsertMany
-// as fast as they can while one client with -sustained-workers works
-// them, for -sustained-duration. It returns completed jobs/s and prints
-// the inserted rate and what was left.
+// sustained works jobs for -sustained-duration with -sustained-workers
+// while jobs keep arriving: as River's duration mode (cmd/river bench
+// -duration) does, a producer keeps -sustained-backlog jobs waiting,
+// inserting -sustained-batch at a time with InsertMany whenever fewer are
+// left, looking every 250 ms; with -sustained-backlog 0,
+// -sustained-producers insert without pause (as cmd/bench's). The window
+// starts once the first backlog is in. It returns completed jobs/s.
 func (b *bench) sustained(ctx context.Context) (float64, error) {
 	var worked, inserted atomic.Int64
 	e, cleanup, err := b.fresh(ctx, b.sustainedWorkers, func() { worked.Add(1) })
@@ -393,35 +397,87 @@ func (b *bench) sustained(ctx context.Context) (float64, error) {
 	defer stop()
 	var wg sync.WaitGroup
 	errs := make([]error, b.sustainedProducers)
-	start := time.Now()
-	for p := range b.sustainedProducers {
+	insert := func(seq int) error {
+		if _, err := e.client.InsertMany(pctx, params(b.sustainedBatch, seq, nil)); err != nil {
+			if pctx.Err() != nil {
+				return pctx.Err()
+			}
+			return err
+		}
+		inserted.Add(int64(b.sustainedBatch))
+		return nil
+	}
+	ready := make(chan struct{})
+	if b.sustainedBacklog > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for seq := 0; pctx.Err() == nil; seq += b.sustainedBatch {
-				if _, err := e.client.InsertMany(pctx, params(b.sustainedBatch, seq, nil)); err != nil {
-					if pctx.Err() == nil {
-						errs[p] = err
-					}
-					return
-				}
-				inserted.Add(int64(b.sustainedBatch))
-			}
+			errs[0] = topUp(pctx, ready, b.sustainedBacklog, func() int64 { return inserted.Load() - worked.Load() },
+				func(batch int) error { return insert(batch * b.sustainedBatch) })
 		}()
+	} else {
+		close(ready)
+		for p := range b.sustainedProducers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for seq := 0; pctx.Err() == nil; seq += b.sustainedBatch {
+					if err := insert(seq); err != nil {
+						errs[p] = err
+						return
+					}
+				}
+			}()
+		}
 	}
+	select {
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	case <-ready:
+	}
+	start, worked0, inserted0 := time.Now(), worked.Load(), inserted.Load()
 	select {
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	case <-time.After(b.sustainedDuration):
 	}
-	done, added := worked.Load(), inserted.Load()
+	done, added := worked.Load()-worked0, inserted.Load()-inserted0
 	elapsed := time.Since(start).Seconds()
 	stop()
 	wg.Wait()
+	for i, err := range errs {
+		if errors.Is(err, context.Canceled) {
+			errs[i] = nil // the producers were stopped
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return 0, err
 	}
 	fmt.Fprintf(os.Stderr, "river sustained %s, %d workers: %.0f completed/s while %.0f/s were inserted; %d left\n",
-		b.sustainedDuration, b.sustainedWorkers, float64(done)/elapsed, float64(added)/elapsed, added-done)
+		b.sustainedDuration, b.sustainedWorkers, float64(done)/elapsed, float64(added)/elapsed, inserted.Load()-worked.Load())
 	return float64(done) / elapsed, nil
+}
+
+// topUp keeps at least backlog jobs waiting (left says how many are), as
+// River's duration mode does: every 250 ms, while fewer are left, it calls
+// insert (with a batch number counting from 0) until there are. It closes
+// ready once the first backlog is in, or when it returns: on a failed
+// insert, or with ctx's error once ctx is done.
+func topUp(ctx context.Context, ready chan<- struct{}, backlog int, left func() int64, insert func(int) error) error {
+	var once sync.Once
+	defer once.Do(func() { close(ready) })
+	for batch := 0; ; {
+		for left() < int64(backlog) {
+			if err := insert(batch); err != nil {
+				return err
+			}
+			batch++
+		}
+		once.Do(func() { close(ready) })
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
