@@ -34,9 +34,6 @@ DECLARE
     v_tl    integer := pgsched.timeline();
     weights integer[];
     offs    integer[];
-    weighted boolean;
-    cont    boolean := false;
-    v_after text;
     last_i  integer;
     last_t  integer;
     lastrow integer[];
@@ -53,40 +50,14 @@ BEGIN
     IF room <= 0 THEN
         RETURN;
     END IF;
-    -- Groups in turn (limit_groups). One statement across the node's
-    -- partitions (Citus's form claims partition by partition: a locking
-    -- statement there must name one), updating by key: each group's earliest parked heads
+    -- Groups in turn (limit_turns: which, their weights, where the round
+    -- stands). One statement across the node's partitions (Citus's form
+    -- claims partition by partition: a locking statement there must name
+    -- one), updating by key: each group's earliest parked heads
     -- (heads_limited_group) in turn, a round of one each, then another,
     -- each group to its own room under a per-group bound.
-    -- Weights (set_group_weight): the group served last goes first again
-    -- while it has turns left in this round.
-    weighted := EXISTS (SELECT 1 FROM pgsched.limit_group_weights w WHERE w.kind = p_limit.kind);
-    IF weighted THEN
-        cont := u.last_turns < coalesce((SELECT w.weight FROM pgsched.limit_group_weights w
-                                         WHERE w.kind = p_limit.kind AND w.group_key = u.last_group), 1);
-    END IF;
-    v_after := u.last_group;
-    IF cont THEN
-        -- The group before it, so that limit_groups starts at it (none
-        -- before: from the first).
-        SELECT coalesce(h.group_key, '') INTO v_after FROM pgsched.heads h
-        WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND coalesce(h.group_key, '') < u.last_group
-        ORDER BY coalesce(h.group_key, '') DESC LIMIT 1;
-        IF NOT FOUND THEN
-            v_after := NULL;
-        END IF;
-    END IF;
-    groups := pgsched.limit_groups(p_limit.kind, v_after, p_partitions, p_horizon, room, p_limit, t_grant);
-    IF weighted THEN
-        weights := ARRAY(SELECT coalesce((SELECT w.weight FROM pgsched.limit_group_weights w
-                                          WHERE w.kind = p_limit.kind AND w.group_key = x.gk), 1)
-                         FROM unnest(groups) WITH ORDINALITY AS x(gk, i) ORDER BY x.i);
-        offs := ARRAY(SELECT CASE WHEN x.i = 1 AND cont AND x.gk = u.last_group THEN u.last_turns ELSE 0 END
-                      FROM unnest(groups) WITH ORDINALITY AS x(gk, i) ORDER BY x.i);
-    ELSE
-        weights := array_fill(1, ARRAY[cardinality(groups)]);
-        offs := array_fill(0, ARRAY[cardinality(groups)]);
-    END IF;
+    SELECT t.groups, t.weights, t.offs INTO groups, weights, offs
+    FROM pgsched.limit_turns(p_limit, u, p_partitions, p_horizon, room, t_grant) t;
     IF p_limit.per_group THEN
         -- The groups' rows, locked in key order as releases lock them.
         INSERT INTO pgsched.limit_group_usage (kind, group_key)

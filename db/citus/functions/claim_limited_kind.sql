@@ -44,9 +44,6 @@ DECLARE
     rooms   integer[];
     weights integer[];
     offs    integer[];
-    weighted boolean;
-    cont    boolean := false;
-    v_after text;
     lv      integer;
     i       integer;
     r       record;
@@ -99,33 +96,11 @@ BEGIN
     IF room <= 0 THEN
         RETURN;
     END IF;
-    weighted := EXISTS (SELECT 1 FROM pgsched.limit_group_weights w WHERE w.kind = p_limit.kind);
-    IF weighted THEN
-        cont := u.last_turns < coalesce((SELECT w.weight FROM pgsched.limit_group_weights w
-                                         WHERE w.kind = p_limit.kind AND w.group_key = u.last_group), 1);
-    END IF;
-    IF g_lo = g_hi AND NOT p_limit.per_group AND NOT weighted THEN
-        groups := ARRAY[g_lo];
-    ELSE
-        v_after := u.last_group;
-        IF cont THEN
-            SELECT coalesce(h.group_key, '') INTO v_after FROM pgsched.heads h
-            WHERE h.chain = -1 AND NOT h.paused AND h.kind = p_limit.kind AND coalesce(h.group_key, '') < u.last_group
-            ORDER BY coalesce(h.group_key, '') DESC LIMIT 1;
-            IF NOT FOUND THEN
-                v_after := NULL;
-            END IF;
-        END IF;
-        groups := pgsched.limit_groups(p_limit.kind, v_after, p_partitions, p_horizon, room, p_limit, t_grant);
-    END IF;
+    SELECT t.groups, t.weights, t.offs INTO groups, weights, offs
+    FROM pgsched.limit_turns(p_limit, u, p_partitions, p_horizon, room, t_grant, CASE WHEN g_lo = g_hi THEN g_lo END) t;
     IF cardinality(groups) = 0 THEN
         RETURN;
     END IF;
-    weights := ARRAY(SELECT coalesce((SELECT w.weight FROM pgsched.limit_group_weights w
-                                      WHERE w.kind = p_limit.kind AND w.group_key = x.gk), 1)
-                     FROM unnest(groups) WITH ORDINALITY AS x(gk, i) ORDER BY x.i);
-    offs := ARRAY(SELECT CASE WHEN x.i = 1 AND cont AND x.gk = u.last_group THEN u.last_turns ELSE 0 END
-                  FROM unnest(groups) WITH ORDINALITY AS x(gk, i) ORDER BY x.i);
     IF p_limit.per_group THEN
         rooms := '{}';
         FOR i IN 1 .. cardinality(groups) LOOP
